@@ -1,0 +1,5 @@
+"""``python -m emulator`` is ``replemu``."""
+
+from .cli import entry
+
+entry()

@@ -1,0 +1,157 @@
+"""Human output of ``replemu run``: the step table, the final logs side by side, verdicts,
+the scenario × variant matrix, and the ``--check`` comparison with an ``expect`` block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .invariants import VERDICT_INVARIANTS
+
+
+def _cell(rep: dict[str, Any]) -> str:
+    if rep["halted"]:
+        mark = "H"
+    elif not rep["alive"]:
+        mark = "x"
+    else:
+        mark = {"leader": "L", "follower": "F", "none": "-"}[rep["role"]]
+    return f"{mark} {rep['leo']}/{rep['hw']}/e{rep['leader_epoch']}"
+
+
+def step_table(result: dict[str, Any]) -> str:
+    """One row per step: each replica's role LEO/HW/epoch, the leader's remote LEOs, errors, violations."""
+    trace = result["trace"]
+    ids = list(result["final"]["replicas"])
+    head = ["step", "event"] + [f"r{i} LEO/HW/e" for i in ids] + ["ISR", "leader's remote LEO", "errors / violations"]
+    rows = []
+    for t in trace:
+        reps = t["replicas"]
+        remote = []
+        for i in ids:
+            if reps[i]["remote_leo"] is not None:
+                remote.append(f"r{i} " + " ".join(f"[{k}]={v}" for k, v in reps[i]["remote_leo"].items()))
+        notes = [e["error"] if e["step"] == t["step"] else f"{e['error']}(step {e['step']})" for e in t["outcome"]["errors"]]
+        notes += [f"!{v['invariant']}" for v in t["outcome"]["violations"]]
+        notes += [f"truncate r{e['replica']} {e['from_leo']}->{e['to']} ({e['rule']})" for e in t["outcome"]["events"] if e["event"] == "Truncation"]
+        isr = ",".join(map(str, t["controller"]["isr"]))
+        rows.append([str(t["step"]), t["description"]] + [_cell(reps[i]) for i in ids] + [isr, " ".join(remote), "; ".join(notes)])
+    widths = [max(len(r[c]) for r in rows + [head]) for c in range(len(head))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append("(L leader, F follower, - no role, x down, H halted; !Name = invariant first broken here)")
+    return "\n".join(lines)
+
+
+def final_logs(result: dict[str, Any]) -> str:
+    """The final logs side by side; offsets where live logs disagree are marked."""
+    reps = result["final"]["replicas"]
+    ids = list(reps)
+    longest = max((r["leo"] for r in reps.values()), default=0)
+    head = ["offset"] + [
+        f"r{i} ({'down' if not reps[i]['alive'] else reps[i]['role']}, HW {reps[i]['hw']})" for i in ids
+    ]
+    rows = []
+    for o in range(longest):
+        cells = []
+        seen = set()
+        for i in ids:
+            log = reps[i]["log"]
+            if o < len(log):
+                cells.append(f"e{log[o][1]} {log[o][2]}")
+                seen.add((log[o][1], log[o][2]))
+            else:
+                cells.append("")
+        rows.append([str(o)] + cells + (["<- differs"] if len(seen) > 1 else []))
+    caches = ["cache"] + [" ".join(f"({e},{s})" for e, s in reps[i]["epoch_cache"]) or "[]" for i in ids]
+    widths = [max(len(r[c]) for r in rows + [head, caches] if c < len(r)) for c in range(len(head))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths + [0])).rstrip() for r in rows + [caches]]
+    return "\n".join(lines)
+
+
+def verdict(result: dict[str, Any]) -> str:
+    names = [f"{v['invariant']} (step {v['step']})" for v in result["violations"]]
+    losses = result["losses"]
+    lost = ", ".join(
+        f"{l['value']}@{l['offset']}{' acked' if l['acked'] else ''}{' allowed' if l['allowed'] else ''}" for l in losses
+    )
+    head = f"verdict {result['scenario']} / {result['protocol']}: "
+    body = ("VIOLATED " + ", ".join(names)) if names else "no invariant violated"
+    if losses:
+        body += f"; lost {lost}"
+    return head + body
+
+
+def matrix(results: list[dict[str, Any]], protocols: list[str]) -> str:
+    """Scenarios × variants; each cell lists the violated invariants (verdict ones first)."""
+    scenarios: list[str] = []
+    cells: dict[tuple[str, str], list[str]] = {}
+    for r in results:
+        if r["scenario"] not in scenarios:
+            scenarios.append(r["scenario"])
+        names = [v["invariant"] for v in r["violations"]]
+        names.sort(key=lambda n: (n not in VERDICT_INVARIANTS, VERDICT_INVARIANTS.index(n) if n in VERDICT_INVARIANTS else 0))
+        if any(l["allowed"] for l in r["losses"]):
+            names.append("(allowed loss)")
+        cells[(r["scenario"], r["protocol"])] = names or ["ok"]
+    width0 = max([len("scenario")] + [len(s) for s in scenarios])
+    widths = [max([len(p)] + [len(n) for s in scenarios for n in cells.get((s, p), [])]) for p in protocols]
+    lines = ["  ".join(["scenario".ljust(width0)] + [p.ljust(w) for p, w in zip(protocols, widths)]).rstrip()]
+    lines.append("  ".join(["-" * width0] + ["-" * w for w in widths]))
+    for s in scenarios:
+        height = max(len(cells.get((s, p), [])) for p in protocols)
+        for k in range(height):
+            row = [(s if k == 0 else "").ljust(width0)]
+            for p, w in zip(protocols, widths):
+                col = cells.get((s, p), [])
+                row.append((col[k] if k < len(col) else "").ljust(w))
+            lines.append("  ".join(row).rstrip())
+    return "\n".join(lines)
+
+
+# -- --check ----------------------------------------------------------------------------
+
+
+def check_expectation(result: dict[str, Any], expect: dict[str, Any] | None) -> list[str]:
+    """Disagreements between a result and its variant's ``expect`` block (empty = agrees).
+
+    ``violations`` is exact over the verdict invariants (NoCommittedDataLoss, StrongIsr,
+    EventualConvergence) and over every name it lists; other invariants are not compared.
+    ``losses`` compares the given fields of each loss, in order.  ``replicas`` and
+    ``controller`` compare the given fields of the final state.
+    """
+    if expect is None:
+        return []
+    problems = []
+    got = {v["invariant"] for v in result["violations"]}
+    if "violations" in expect:
+        listed = set(expect["violations"])
+        for name in sorted(listed - got):
+            problems.append(f"expected {name} to be violated, it was not")
+        for name in VERDICT_INVARIANTS:
+            if name in got and name not in listed:
+                step = next(v["step"] for v in result["violations"] if v["invariant"] == name)
+                problems.append(f"{name} was violated at step {step}, the expectation says it is not")
+    if "losses" in expect:
+        want = expect["losses"]
+        have = result["losses"]
+        if len(want) != len(have):
+            problems.append(f"expected {len(want)} losses, got {len(have)}: {have}")
+        else:
+            for w, h in zip(want, have):
+                for k, v in w.items():
+                    if h.get(k) != v:
+                        problems.append(f"loss {h}: expected {k}={v!r}")
+    for rid, fields in (expect.get("replicas") or {}).items():
+        have = result["final"]["replicas"].get(str(rid))
+        if have is None:
+            problems.append(f"replica {rid} is not in the result")
+            continue
+        for k, v in fields.items():
+            if have.get(k) != v:
+                problems.append(f"replica {rid}: expected {k}={v!r}, got {have.get(k)!r}")
+    for k, v in (expect.get("controller") or {}).items():
+        if result["final"]["controller"].get(k) != v:
+            problems.append(f"controller: expected {k}={v!r}, got {result['final']['controller'].get(k)!r}")
+    return problems
