@@ -1,0 +1,89 @@
+"""The leader-epoch cache against protocol.md §A.10 (LeaderEpochFileCacheTest, HEAD)."""
+
+import pytest
+
+from emulator.epoch_cache import LeaderEpochCache
+
+
+def cache(entries, semantics="v2"):
+    return LeaderEpochCache(semantics, entries)
+
+
+@pytest.mark.parametrize(
+    "entries, leo, requested, version, expected",
+    [
+        ([(0, 10), (2, 13), (4, 17)], 20, 1, "v2", (0, 13)),
+        ([(0, 10), (2, 13), (4, 17)], 20, 1, "v1", (0, 13)),
+        ([(0, 10), (2, 13), (4, 17)], 20, 1, "v0", (-1, 13)),
+        ([(0, 10), (2, 13), (4, 17)], 20, 2, "v2", (2, 17)),
+        ([(0, 10), (2, 13), (4, 17)], 20, 2, "v1", (2, 17)),
+        ([(0, 10), (2, 13), (4, 17)], 20, 3, "v2", (2, 17)),
+        ([(0, 10), (2, 13), (4, 17)], 20, 3, "v1", (2, 17)),
+        ([(5, 11), (6, 12), (7, 13)], 20, 4, "v2", (4, 11)),
+        ([(5, 11), (6, 12), (7, 13)], 20, 4, "v1", (-1, -1)),
+        ([(5, 11), (6, 12), (7, 13)], 20, 4, "v0", (-1, -1)),
+        ([(2, 100)], 120, 3, "v2", (-1, -1)),
+        ([(2, 100)], 120, 3, "v1", (-1, -1)),
+        ([], 0, 7, "v2", (-1, -1)),
+        ([], 0, 7, "v1", (-1, -1)),
+        ([(2, 6)], 7, 2, "v2", (2, 7)),
+        ([(2, 6)], 7, 2, "v0", (-1, 7)),
+    ],
+)
+def test_end_offset_for(entries, leo, requested, version, expected):
+    """endOffsetFor answers the largest epoch <= requested and that epoch's end offset."""
+    assert cache(entries).end_offset_for(requested, leo, version) == expected
+
+
+def test_v0_empty_cache_undefined_epoch_answers_leo():
+    """The 0.11 hole KIP-279 closed: an empty leader cache answers epoch -1 with its LEO."""
+    assert cache([], "v0").end_offset_for(-1, 5, "v0") == (-1, 5)
+    assert cache([], "v0").end_offset_for(-1, 5, "v1") == (-1, -1)
+
+
+@pytest.mark.parametrize(
+    "assigns, expected",
+    [
+        ([(2, 9), (3, 9)], [(3, 9)]),
+        ([(2, 6), (3, 5)], [(3, 5)]),
+        ([(1, 5), (2, 6), (1, 7)], [(1, 7)]),
+        ([(2, 6), (2, 10)], [(2, 6)]),
+    ],
+)
+def test_v2_assign_enforces_monotonicity(assigns, expected):
+    """v2 assign removes conflicting entries; an epoch's start never moves forward."""
+    c = cache([], "v2")
+    for e, s in assigns:
+        c.assign(e, s)
+    assert [(x.epoch, x.start_offset) for x in c.entries] == expected
+
+
+def test_v2_assign_then_lookup_of_removed_epoch():
+    c = cache([], "v2")
+    for e, s in [(1, 5), (2, 6), (1, 7)]:
+        c.assign(e, s)
+    assert c.end_offset_for(2, 9, "v2") == (-1, -1)
+
+
+def test_v0_assign_ignores_out_of_order_epochs():
+    """0.11 – 2.0: a lower epoch, or a start below the latest, is ignored."""
+    c = cache([], "v0")
+    for e, s in [(2, 6), (1, 7), (3, 5), (2, 10), (4, 11)]:
+        c.assign(e, s)
+    assert c.as_pairs() == [[2, 6], [4, 11]]
+
+
+@pytest.mark.parametrize(
+    "op, offset, expected",
+    [
+        ("truncate_from_end", 8, [(2, 6)]),
+        ("truncate_from_end", 9, [(2, 6), (3, 8)]),
+        ("truncate_from_start", 8, [(3, 8), (4, 11)]),
+        ("truncate_from_start", 9, [(3, 9), (4, 11)]),
+    ],
+)
+@pytest.mark.parametrize("semantics", ["v0", "v2"])
+def test_truncation(op, offset, expected, semantics):
+    c = cache([(2, 6), (3, 8), (4, 11)], semantics)
+    getattr(c, op)(offset)
+    assert [(x.epoch, x.start_offset) for x in c.entries] == expected
