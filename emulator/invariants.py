@@ -122,13 +122,19 @@ def epoch_monotonicity(p: "Partition") -> str | None:
     found = p.oracle.findings.get("EpochMonotonicity")
     if found:
         return found
-    for rid in sorted(p.oracle.dirty_caches):
+    for rid, from_offset in sorted(p.oracle.dirty_caches.items()):
         r = p.replicas[rid]
         entries = r.cache.entries
-        for prev, cur in zip(entries, entries[1:]):
+        # Only the entries a step can have invalidated: all of them after a cache change,
+        # those at or above the appended offsets after a plain append.
+        first = len(entries)
+        while first > 0 and entries[first - 1].start_offset >= from_offset:
+            first -= 1
+        first = max(first - 1, 0)
+        for prev, cur in zip(entries[first:], entries[first + 1:]):
             if not (cur.epoch > prev.epoch and cur.start_offset > prev.start_offset):
                 return f"replica {rid}: cache entries {prev} and {cur} do not strictly increase"
-        for e in entries:
+        for e in entries[first:]:
             s = e.start_offset
             if s < r.leo and (r.log[s][0] != e.epoch or (s > 0 and r.log[s - 1][0] >= e.epoch)):
                 return f"replica {rid}: cache entry (epoch {e.epoch}, start {s}) does not match its log"

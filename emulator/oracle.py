@@ -59,7 +59,9 @@ class Oracle:
         self._loss_cursor: tuple[tuple[int, int, int], int, int] | None = None
         # Per-step findings of the event-driven invariants: name -> first detail.
         self.findings: dict[str, str] = {}
-        self.dirty_caches: set[int] = set()
+        # Replicas whose epoch cache must be re-checked against their log, and from which
+        # offset: 0 after a cache change, the append's base offset after a plain append.
+        self.dirty_caches: dict[int, int] = {}
 
     # -- reading ------------------------------------------------------------------------
 
@@ -78,7 +80,7 @@ class Oracle:
 
     def begin_step(self) -> None:
         self.findings = {}
-        self.dirty_caches = set()
+        self.dirty_caches = {}
 
     # -- log changes --------------------------------------------------------------------
 
@@ -115,7 +117,7 @@ class Oracle:
                 if log[o] != committed[o]:
                     self._committed_mismatch[rep.id] = o
                     break
-        self.dirty_caches.add(rep.id)
+        self.dirty_caches[rep.id] = min(self.dirty_caches.get(rep.id, base), base)
 
     def on_truncate(self, rep: "Replica") -> None:
         """``rep``'s log was cut to ``rep.leo`` records."""
@@ -126,10 +128,9 @@ class Oracle:
         cm = self._committed_mismatch[rep.id]
         if cm is not None and cm >= new_leo:
             self._committed_mismatch[rep.id] = None
-        self.dirty_caches.add(rep.id)
 
     def on_cache_changed(self, rep: "Replica") -> None:
-        self.dirty_caches.add(rep.id)
+        self.dirty_caches[rep.id] = 0
 
     # -- committed and acked ------------------------------------------------------------
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create .venv (Python 3.11) and install replemu with its pinned dependencies. Idempotent:
+# re-running only reinstalls when pyproject.toml changed since the last install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.replemu-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing replemu and its dependencies into .venv (a minute or two on a fresh machine)"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  touch "$stamp"
+fi
