@@ -47,7 +47,7 @@ class Oracle:
         self.acked: dict[tuple[int, Record], AckInfo] = {}
         self.unclean_election = False
         self.faultless = True
-        ids = partition.assignment
+        ids = sorted(partition.assignment)
         self._pair_mismatch: dict[tuple[int, int], int | None] = {
             (a, b): None for i, a in enumerate(ids) for b in ids[i + 1:]
         }

@@ -12,7 +12,11 @@ fi
 stamp=.venv/.replemu-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing replemu and its dependencies into .venv (a minute or two on a fresh machine)"
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  log=.venv/pip-install.log
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[dev]"; } >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "setup: pip install failed; the full log is $log" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi

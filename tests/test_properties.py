@@ -11,7 +11,7 @@ that sequences reach the interesting corners instead of bouncing off errors.
 """
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -195,3 +195,50 @@ def test_negative_control_the_same_search_finds_the_hw_truncation_bug():
     CleanHwMachine.TestCase.settings = settings(SETTINGS, max_examples=300, database=None, phases=[Phase.generate])
     with pytest.raises(AssertionError, match="StrongIsr|NoCommittedDataLoss"):
         CleanHwMachine.TestCase().runTest()
+
+
+# -- any valid scenario, explicit arguments included -----------------------------------------
+
+def any_step(replicas):
+    r = st.sampled_from(replicas)
+    ids = st.permutations(replicas).flatmap(lambda p: st.integers(0, len(p)).map(lambda k: list(p[:k])))
+    opt = lambda s: st.none() | s  # noqa: E731
+    return st.one_of(
+        st.builds(lambda l, e, i, t, u: {"elect": {k: v for k, v in dict(leader=l, epoch=e, isr=i, to=t, unclean=u).items() if v is not None}},
+                  opt(r), opt(st.integers(0, 8)), opt(st.permutations(replicas).flatmap(lambda p: st.integers(1, len(p)).map(lambda k: list(p[:k])))), opt(ids), opt(st.booleans()))
+        .filter(lambda s: "isr" not in s["elect"] or "leader" not in s["elect"] or s["elect"]["leader"] in s["elect"]["isr"]),
+        st.builds(lambda x, e: {"leader_and_isr": {"replica": x, **({"epoch": e} if e is not None else {})}}, r, opt(st.integers(0, 8))),
+        st.builds(lambda v, a, x: {"produce": {"values": v, **({"acks": a} if a else {}), **({"replica": x} if x else {})}},
+                  st.lists(st.sampled_from("abcdef"), min_size=1, max_size=3), opt(st.sampled_from(["all", 1, 0])), opt(r)),
+        st.builds(lambda x, m, lost: {"fetch": {"replica": x, **({"max_records": m} if m is not None else {}), "response": "lost" if lost else "delivered"}},
+                  r, opt(st.integers(0, 3)), st.booleans()),
+        st.builds(lambda x: {"shrink_isr": {"replica": x}}, r),
+        st.builds(lambda x: {"controller_remove": {"replica": x}}, r),
+        st.builds(lambda x: {"checkpoint_hw": {"replica": x} if x else {}}, opt(r)),
+        st.builds(lambda x, o: {"flush": {"replica": x, **({"offset": o} if o is not None else {})}}, r, opt(st.integers(0, 6))),
+        st.builds(lambda x, m: {"crash": {"replica": x, "mode": m}}, r, st.sampled_from(["process", "power"])),
+        st.builds(lambda x: {"restart": {"replica": x}}, r),
+        st.builds(lambda ms: {"tick": {"ms": ms}}, st.integers(0, 30000)),
+    )
+
+
+@st.composite
+def any_scenario(draw):
+    replicas = draw(st.lists(st.integers(0, 9), min_size=1, max_size=4, unique=True))
+    data = {
+        "name": "any", "replicas": replicas,
+        "config": {"min_insync_replicas": draw(st.integers(1, len(replicas))), "unclean_leader_election": draw(st.booleans()),
+                   "hw_checkpoint": draw(st.sampled_from(["every_step", "explicit"])), "log_flush": draw(st.sampled_from(["every_step", "explicit"]))},
+        "steps": draw(st.lists(any_step(replicas), max_size=40)),
+    }
+    from emulator import parse_scenario
+    return parse_scenario(data)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_scenario(), st.sampled_from(list(VARIANTS)))
+def test_any_valid_scenario_replays_without_raising(scenario, protocol):
+    """Explicit leaders, epochs, ISRs and delivery lists included: results, never exceptions."""
+    result = run_scenario(scenario, protocol, trace=True)
+    assert result["steps"] == len(scenario.steps) == len(result["trace"])
+    assert dumps(result)

@@ -274,3 +274,36 @@ def test_restart_hears_only_the_current_leader_and_isr(protocol):
     result = run(steps, protocol)
     assert [(e["step"], e["error"]) for e in result["errors"]] == [(5, "UNKNOWN_LEADER_AND_ISR_EPOCH"), (7, "STALE_CONTROLLER_EPOCH")]
     assert result["final"]["replicas"]["2"]["leader_epoch"] == 1
+
+
+def test_controller_elects_in_assignment_order_not_id_order():
+    steps = [
+        {"elect": {}},
+        {"produce": {"value": "a"}}, fetch(1), fetch(2), fetch(1), fetch(2),
+        {"crash": {"replica": 3}},
+        {"elect": {}},
+    ]
+    result = run(steps, "kip320", replicas=(3, 1, 2), trace=True)
+    assert result["trace"][0]["controller"]["leader"] == 3
+    assert result["final"]["controller"] == {"leader": 1, "epoch": 1, "isr": [1, 2]}
+    assert list(result["final"]["replicas"]) == ["1", "2", "3"]
+    assert violated(result) == set()
+
+
+@pytest.mark.parametrize("protocol", VARIANT_NAMES)
+def test_last_replica_standing_breaks_min_isr_durability_in_every_variant(protocol):
+    """KIP-966's timeline: acked with ISR 3 >= min.isr 2, then only one holder loses it."""
+    steps = [
+        ELECT_1,
+        {"produce": {"value": "a"}}, fetch(2), fetch(3), fetch(2), fetch(3),
+        {"crash": {"replica": 3}}, {"controller_remove": {"replica": 3}},
+        {"crash": {"replica": 2}}, {"controller_remove": {"replica": 2}},
+        {"produce": {"value": "b"}},                               # ISR {1} < min.isr 2
+        {"crash": {"replica": 1, "mode": "power"}},                # nothing was flushed
+        {"restart": {"replica": 1}},
+        {"elect": {}},
+    ]
+    result = run(steps, protocol, replicas=(1, 2, 3), min_insync_replicas=2, log_flush="explicit")
+    assert {"step": 11, "error": "NOT_ENOUGH_REPLICAS"} in result["errors"]
+    assert result["losses"] == [{"offset": 0, "value": "a", "acked": True, "allowed": True, "step": 14}]
+    assert violated(result) == {"MinIsrDurability"}
