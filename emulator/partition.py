@@ -366,11 +366,12 @@ class Partition:
             rep.fetch_state = TRUNCATING
             self._maybe_truncate(rep)
 
-    def _stop_leading(self, rep: Replica) -> None:
-        """Demotion: parked acks=all produces answer NOT_LEADER."""
+    def _stop_leading(self, rep: Replica, answer: str = "NOT_LEADER") -> None:
+        """Leadership ends: parked acks=all produces get ``answer`` (NOT_LEADER on demotion,
+        REQUEST_TIMED_OUT when the broker stops)."""
         if rep.leadership is not None:
             for ack in rep.leadership.pending_acks:
-                self._error("NOT_LEADER", step=ack.step)
+                self._error(answer, step=ack.step)
             rep.leadership = None
             self.oracle.on_presumer_ended(rep)
 
@@ -685,11 +686,7 @@ class Partition:
 
     def _lose_memory(self, rep: Replica) -> None:
         """A stopped broker forgets everything that was only in memory (§E.2)."""
-        if rep.leadership is not None:
-            for ack in rep.leadership.pending_acks:
-                self._error("REQUEST_TIMED_OUT", step=ack.step)
-            rep.leadership = None
-            self.oracle.on_presumer_ended(rep)
+        self._stop_leading(rep, answer="REQUEST_TIMED_OUT")
         rep.role, rep.believed_leader, rep.leader_epoch = NO_ROLE, None, -1
         rep.fetch_state, rep.pending_requests, rep.last_response_hw = None, [], None
         if self.controller.leader == rep.id:

@@ -5,7 +5,7 @@ The rules in ``partition.py`` read only these knobs; no variant name is tested i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 TRUNCATION_RULES = ("hw", "kip101", "kip279")
 SKIP_RULES = ("never", "same_leader", "same_leader_and_epoch_le_plus1", "same_epoch")
@@ -72,43 +72,20 @@ HW = ProtocolVariant(
     halt_on_out_of_range=True,
 )
 
-KIP101 = ProtocolVariant(
-    name="kip101",
-    trunc_rule="kip101",
-    skip_if_same_leader="same_leader",
-    assign_epoch_on_election=False,
-    isr_join_requires_epoch_start=False,
-    fencing=False,
-    cache_semantics="v0",
-    end_offset_for="v0",
-    reset_remote_leo_on_new_epoch=False,
-    halt_on_out_of_range=True,
-)
-
-KIP279 = ProtocolVariant(
-    name="kip279",
-    trunc_rule="kip279",
-    skip_if_same_leader="same_leader",
-    assign_epoch_on_election=False,
-    isr_join_requires_epoch_start=False,
-    fencing=False,
-    cache_semantics="v0",
-    end_offset_for="v1",
-    reset_remote_leo_on_new_epoch=False,
-    halt_on_out_of_range=True,
-)
-
-KIP320 = ProtocolVariant(
+# Each later variant changes only what its KIP changed, as the TLA+ modules EXTEND the base.
+KIP101 = replace(HW, name="kip101", trunc_rule="kip101")
+KIP279 = replace(KIP101, name="kip279", trunc_rule="kip279", end_offset_for="v1")
+KIP320 = replace(
+    KIP279,
     name="kip320",
-    trunc_rule="kip279",
-    skip_if_same_leader="same_epoch",
-    assign_epoch_on_election=True,
-    isr_join_requires_epoch_start=True,
-    fencing=True,
+    skip_if_same_leader="same_epoch",  # KAFKA-7164: truncate on every epoch change
+    assign_epoch_on_election=True,  # KAFKA-7415
+    isr_join_requires_epoch_start=True,  # KAFKA-7128
+    fencing=True,  # KAFKA-7395
     cache_semantics="v2",
     end_offset_for="v2",
-    reset_remote_leo_on_new_epoch=True,
-    halt_on_out_of_range=False,
+    reset_remote_leo_on_new_epoch=True,  # Kip320.tla rule 3
+    halt_on_out_of_range=False,  # the fetcher truncates to the leader's LEO instead
 )
 
 VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (HW, KIP101, KIP279, KIP320)}
