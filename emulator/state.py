@@ -1,0 +1,141 @@
+"""A partition's whole state as plain data, and back: for checkpoints between micro-batches.
+
+``to_document(p)`` returns a JSON-compatible dict (ints, strings, bools, None, lists, dicts
+with string keys) holding everything ``Partition.apply`` reads: the controller, every replica
+(log, HW, checkpoints, cache, believed leader and epoch, leader-only state, pending
+LeaderAndIsr requests) and the oracle's ghost state.  ``from_document`` rebuilds a partition
+that continues exactly as the original would have.  Outputs already reported (errors,
+violations, losses) are not state: only the names of violated invariants and the losses
+already reported are kept, so nothing is reported twice.
+
+Version ``STATE_VERSION`` is written into every document; a document of another version is
+refused rather than misread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .epoch_cache import LeaderEpochCache
+from .oracle import AckInfo
+from .partition import LeaderAndIsrRequest, LeaderState, Partition, PendingAck, Replica
+from .scenario import Config
+from .variants import VARIANTS
+
+STATE_VERSION = 1
+
+
+class StateVersionError(ValueError):
+    pass
+
+
+def _int_keys(d: dict[str, Any]) -> dict[int, Any]:
+    return {int(k): v for k, v in d.items()}
+
+
+def _str_keys(d: dict[int, Any]) -> dict[str, Any]:
+    return {str(k): v for k, v in sorted(d.items())}
+
+
+def _request(q: LeaderAndIsrRequest) -> list:
+    return [q.leader, q.leader_epoch, list(q.isr), q.partition_epoch]
+
+
+def _leadership(ls: LeaderState | None) -> dict | None:
+    if ls is None:
+        return None
+    return {
+        "generation": ls.generation, "since_ms": ls.since_ms, "isr": list(ls.isr),
+        "partition_epoch": ls.partition_epoch, "epoch_start_offset": ls.epoch_start_offset,
+        "remote_leo": _str_keys(ls.remote_leo), "last_caught_up_ms": _str_keys(ls.last_caught_up_ms),
+        "last_fetch_leader_leo": _str_keys(ls.last_fetch_leader_leo), "last_fetch_ms": _str_keys(ls.last_fetch_ms),
+        "pending_acks": [[a.step, a.first_offset, a.last_offset] for a in ls.pending_acks],
+        "highest_hw": ls.highest_hw,
+    }
+
+
+def to_document(p: Partition) -> dict[str, Any]:
+    c, o = p.controller, p.oracle
+    replicas = []
+    for rid in p.assignment:
+        r = p.replicas[rid]
+        replicas.append({
+            "id": r.id, "log": [[e, v] for e, v in r.log], "hw": r.hw, "hw_checkpoint": r.hw_checkpoint,
+            "recovery_point": r.recovery_point, "cache": r.cache.as_pairs(), "alive": r.alive, "halted": r.halted,
+            "role": r.role, "believed_leader": r.believed_leader, "leader_epoch": r.leader_epoch,
+            "fresh_after_restart": r.fresh_after_restart, "processed_leader_and_isr": r.processed_leader_and_isr,
+            "fetch_state": r.fetch_state, "pending_requests": [_request(q) for q in r.pending_requests],
+            "last_response_hw": r.last_response_hw, "leadership": _leadership(r.leadership),
+        })
+    cursor = o._loss_cursor
+    return {
+        "state_version": STATE_VERSION,
+        "protocol": p.variant.name,
+        "assignment": list(p.assignment),
+        "config": {
+            "min_insync_replicas": p.config.min_insync_replicas, "unclean_leader_election": p.config.unclean_leader_election,
+            "acks": p.config.acks, "hw_checkpoint": p.config.hw_checkpoint, "log_flush": p.config.log_flush,
+            "replica_lag_time_max_ms": p.config.replica_lag_time_max_ms,
+        },
+        "now_ms": p.now_ms, "step_number": p.step_number, "generation": p._generation,
+        "violated": sorted(p._violated),
+        "controller": {
+            "leader": c.leader, "leader_epoch": c.leader_epoch, "isr": list(c.isr),
+            "partition_epoch": c.partition_epoch, "highest_epoch": c.highest_epoch,
+        },
+        "replicas": replicas,
+        "oracle": {
+            "committed": [[e, v] for e, v in o.committed],
+            "committed_twice": [[off, e, v] for off, (e, v) in o.committed_twice],
+            "acked": [[off, e, v, a.step, sorted(a.holders), a.lost_by_power] for (off, (e, v)), a in o.acked.items()],
+            "unclean_election": o.unclean_election, "faultless": o.faultless,
+            "pair_mismatch": [[a, b, mm] for (a, b), mm in sorted(o._pair_mismatch.items())],
+            "committed_mismatch": _str_keys(o._committed_mismatch),
+            "presumer_covered": _str_keys(o._presumer_covered),
+            "reported_losses": sorted([off, e, v] for off, (e, v) in o._reported_losses),
+            "loss_cursor": None if cursor is None else [list(cursor[0]), cursor[1], cursor[2]],
+        },
+    }
+
+
+def from_document(doc: dict[str, Any]) -> Partition:
+    if doc.get("state_version") != STATE_VERSION:
+        raise StateVersionError(f"partition state version {doc.get('state_version')!r}, this build reads {STATE_VERSION}")
+    p = Partition(tuple(doc["assignment"]), Config(**doc["config"]), VARIANTS[doc["protocol"]])
+    p.now_ms, p.step_number, p._generation = doc["now_ms"], doc["step_number"], doc["generation"]
+    p._violated = set(doc["violated"])
+    c = doc["controller"]
+    ctl = p.controller
+    ctl.leader, ctl.leader_epoch, ctl.isr = c["leader"], c["leader_epoch"], tuple(c["isr"])
+    ctl.partition_epoch, ctl.highest_epoch = c["partition_epoch"], c["highest_epoch"]
+    for d in doc["replicas"]:
+        r: Replica = p.replicas[d["id"]]
+        r.log = [(e, v) for e, v in d["log"]]
+        r.hw, r.hw_checkpoint, r.recovery_point = d["hw"], d["hw_checkpoint"], d["recovery_point"]
+        r.cache = LeaderEpochCache(p.variant.cache_semantics, d["cache"])
+        r.alive, r.halted, r.role = d["alive"], d["halted"], d["role"]
+        r.believed_leader, r.leader_epoch = d["believed_leader"], d["leader_epoch"]
+        r.fresh_after_restart, r.processed_leader_and_isr = d["fresh_after_restart"], d["processed_leader_and_isr"]
+        r.fetch_state, r.last_response_hw = d["fetch_state"], d["last_response_hw"]
+        r.pending_requests = [LeaderAndIsrRequest(q[0], q[1], tuple(q[2]), q[3]) for q in d["pending_requests"]]
+        ls = d["leadership"]
+        r.leadership = None if ls is None else LeaderState(
+            generation=ls["generation"], since_ms=ls["since_ms"], isr=tuple(ls["isr"]),
+            partition_epoch=ls["partition_epoch"], epoch_start_offset=ls["epoch_start_offset"],
+            remote_leo=_int_keys(ls["remote_leo"]), last_caught_up_ms=_int_keys(ls["last_caught_up_ms"]),
+            last_fetch_leader_leo=_int_keys(ls["last_fetch_leader_leo"]), last_fetch_ms=_int_keys(ls["last_fetch_ms"]),
+            pending_acks=[PendingAck(*a) for a in ls["pending_acks"]], highest_hw=ls["highest_hw"],
+        )
+    o, g = p.oracle, doc["oracle"]
+    o.committed = [(e, v) for e, v in g["committed"]]
+    o.committed_twice = [(off, (e, v)) for off, e, v in g["committed_twice"]]
+    o._committed_twice_set = set(o.committed_twice)
+    o.acked = {(off, (e, v)): AckInfo(step, frozenset(holders), lost) for off, e, v, step, holders, lost in g["acked"]}
+    o.unclean_election, o.faultless = g["unclean_election"], g["faultless"]
+    o._pair_mismatch = {(a, b): mm for a, b, mm in g["pair_mismatch"]}
+    o._committed_mismatch = _int_keys(g["committed_mismatch"])
+    o._presumer_covered = _int_keys(g["presumer_covered"])
+    o._reported_losses = {(off, (e, v)) for off, e, v in g["reported_losses"]}
+    cur = g["loss_cursor"]
+    o._loss_cursor = None if cur is None else (tuple(cur[0]), cur[1], cur[2])
+    return p

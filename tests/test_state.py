@@ -1,0 +1,47 @@
+"""A partition saved and restored between any two steps continues exactly as if never stopped."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from emulator import VARIANT_NAMES, VARIANTS, Partition, load_scenario
+from emulator.run import state_snapshot
+from emulator.state import StateVersionError, from_document, to_document
+
+from conftest import BUNDLED
+from test_properties import any_scenario
+
+
+def replay_with_restarts(scenario, protocol, cut_every: int):
+    p = Partition(scenario.replicas, scenario.config, VARIANTS[protocol])
+    outputs = []
+    for i, step in enumerate(scenario.steps):
+        if cut_every and i % cut_every == 0:
+            p = from_document(json.loads(json.dumps(to_document(p))))  # through real JSON text
+        before = len(p.oracle.losses)
+        out = p.apply(step)
+        outputs.append((out.errors, out.events, out.violations, p.oracle.losses[before:], state_snapshot(p)))
+    outputs.append(p.finish())
+    return outputs
+
+
+@pytest.mark.parametrize("protocol", VARIANT_NAMES)
+@pytest.mark.parametrize("path", sorted(BUNDLED.glob("*.yaml")), ids=lambda p: p.stem)
+def test_restore_after_every_step_changes_nothing(path, protocol):
+    s = load_scenario(path)
+    assert replay_with_restarts(s, protocol, 1) == replay_with_restarts(s, protocol, 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(any_scenario(), st.sampled_from(VARIANT_NAMES), st.integers(1, 5))
+def test_restore_at_any_cadence_changes_nothing(scenario, protocol, cut_every):
+    assert replay_with_restarts(scenario, protocol, cut_every) == replay_with_restarts(scenario, protocol, 0)
+
+
+def test_other_state_versions_are_refused():
+    doc = to_document(Partition((1, 2), load_scenario(BUNDLED / "seed-1-two-round-hw.yaml").config, VARIANTS["hw"]))
+    doc["state_version"] = 99
+    with pytest.raises(StateVersionError, match="version 99"):
+        from_document(doc)
