@@ -17,22 +17,26 @@ def controller_snapshot(p: Partition) -> dict[str, Any]:
     return {"leader": c.leader, "epoch": c.leader_epoch, "isr": sorted(c.isr)}
 
 
-def replica_snapshot(p: Partition, rid: int) -> dict[str, Any]:
+def replica_snapshot(p: Partition, rid: int, with_log: bool = True) -> dict[str, Any]:
+    """One replica in the contract's ``final`` shape (``log`` omitted when ``with_log`` is False)."""
     r = p.replicas[rid]
     remote = None
     if r.role == LEADER and r.alive:
         remote = {str(f): r.leadership.remote_leo[f] for f in sorted(r.leadership.remote_leo)}
-    return {
+    snap = {
         "alive": r.alive,
         "halted": r.halted,
         "role": r.role,
         "leader_epoch": r.leader_epoch,
         "leo": r.leo,
         "hw": r.hw,
-        "log": [[o, e, v] for o, (e, v) in enumerate(r.log)],
+        "log": [[o, e, v] for o, (e, v) in enumerate(r.log)] if with_log else None,
         "epoch_cache": r.cache.as_pairs(),
         "remote_leo": remote,
     }
+    if not with_log:
+        del snap["log"]
+    return snap
 
 
 def state_snapshot(p: Partition) -> dict[str, Any]:

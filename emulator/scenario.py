@@ -184,6 +184,7 @@ class Scenario:
     partition: int = 0
     expect: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = "<memory>"
+    topic_named: bool = False  # the file has a ``topic`` key (the stream keys partitions by it)
 
 
 # -- validation ---------------------------------------------------------------------------
@@ -415,6 +416,7 @@ def parse_scenario(data: Any, source: str = "<memory>") -> Scenario:
         partition=top.get("partition", _is_nonneg_int, "a non-negative int", default=0),
         expect=expect,
         source=source,
+        topic_named="topic" in data,
     )
 
 

@@ -1,0 +1,118 @@
+"""The event table: one row per scenario step, keyed by (topic, partition), ordered by ``seq``.
+
+Schema (JSON lines or Parquet; see ``EVENT_SCHEMA``):
+
+=========  ======  =====================================================================
+column     type    meaning
+=========  ======  =====================================================================
+topic      string  the partition key's topic: the scenario's ``topic`` if the file names
+                   one, else its ``name``
+partition  int     the scenario's ``partition`` (default 0)
+seq        long    per-partition sequence number: 0 is the header row, steps are 1..N
+type       string  ``partition`` for the header, else a step type of the scenario contract
+args       string  a JSON object: the step's arguments exactly as in the scenario YAML; for
+                   the header ``{"scenario", "replicas", "config"}``
+=========  ======  =====================================================================
+
+``compile_scenarios`` turns scenario files into event files, optionally split into N files
+(file k holds the k-th contiguous slice of every partition's rows) so that a stream reading
+one file per trigger sees many micro-batches.  Files are published atomically (written under
+a hidden name, then renamed), as a file source requires.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+
+from emulator.scenario import Scenario, ScenarioError, load_scenario, step_to_dict
+
+HEADER_TYPE = "partition"
+EVENT_COLUMNS = ("topic", "partition", "seq", "type", "args")
+
+
+def partition_key(s: Scenario) -> tuple[str, int]:
+    return (s.topic if s.topic_named else s.name, s.partition)
+
+
+def header_row(s: Scenario) -> dict:
+    c = s.config
+    config = {
+        "min_insync_replicas": c.min_insync_replicas, "unclean_leader_election": c.unclean_leader_election,
+        "acks": c.acks if c.acks == "all" else int(c.acks), "hw_checkpoint": c.hw_checkpoint,
+        "log_flush": c.log_flush, "replica_lag_time_max_ms": c.replica_lag_time_max_ms,
+    }
+    topic, partition = partition_key(s)
+    args = {"scenario": s.name, "replicas": list(s.replicas), "config": config}
+    return {"topic": topic, "partition": partition, "seq": 0, "type": HEADER_TYPE, "args": json.dumps(args)}
+
+
+def scenario_rows(s: Scenario) -> list[dict]:
+    topic, partition = partition_key(s)
+    rows = [header_row(s)]
+    for seq, step in enumerate(s.steps, start=1):
+        (kind, args), = step_to_dict(step).items()
+        rows.append({"topic": topic, "partition": partition, "seq": seq, "type": kind, "args": json.dumps(args)})
+    return rows
+
+
+def load_all(paths: Iterable[str | Path]) -> list[Scenario]:
+    """Validate every file, and refuse two files that map to the same partition key."""
+    scenarios = [load_scenario(p) for p in paths]
+    seen: dict[tuple[str, int], str] = {}
+    for s in scenarios:
+        key = partition_key(s)
+        if key in seen:
+            raise ScenarioError(f"{s.source}: partition key {key[0]}/{key[1]} is also the key of {seen[key]}")
+        seen[key] = s.source
+    return scenarios
+
+
+def _slices(rows: list[dict], n: int) -> list[list[dict]]:
+    size, extra = divmod(len(rows), n)
+    out, start = [], 0
+    for k in range(n):
+        end = start + size + (1 if k < extra else 0)
+        out.append(rows[start:end])
+        start = end
+    return out
+
+
+def _publish(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def write_event_files(rows_per_partition: list[list[dict]], out_dir: str | Path, split: int = 1, fmt: str = "jsonl", prefix: str = "events") -> list[Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    per_file: list[list[dict]] = [[] for _ in range(split)]
+    for rows in rows_per_partition:
+        for k, chunk in enumerate(_slices(rows, split)):
+            per_file[k].extend(chunk)
+    paths = []
+    for k, rows in enumerate(per_file):
+        if not rows:
+            continue
+        path = out / f"{prefix}-{k:05d}.{ 'parquet' if fmt == 'parquet' else 'jsonl'}"
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pylist(rows, schema=pa.schema([
+                ("topic", pa.string()), ("partition", pa.int32()), ("seq", pa.int64()), ("type", pa.string()), ("args", pa.string()),
+            ]))
+            _publish(path, lambda tmp: pq.write_table(table, tmp))
+        else:
+            text = "".join(json.dumps(r) + "\n" for r in rows)
+            _publish(path, lambda tmp: tmp.write_text(text))
+        paths.append(path)
+    return paths
+
+
+def compile_scenarios(paths: Iterable[str | Path], out_dir: str | Path, split: int = 1, fmt: str = "jsonl") -> list[Path]:
+    scenarios = load_all(paths)
+    return write_event_files([scenario_rows(s) for s in scenarios], out_dir, split=split, fmt=fmt)

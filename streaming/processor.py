@@ -1,0 +1,189 @@
+"""The per-partition work of one micro-batch: decode, sort by sequence, step the core, encode.
+
+``process_batch`` is what the ``applyInPandasWithState`` function calls for one group, kept free
+of Spark so it can be tested and benchmarked alone.  Rows are applied strictly in ``seq`` order:
+a row ahead of a gap waits in the state until the gap fills (and a gap that outlives the state
+timeout is reported once in quarantine); a row that cannot be applied — duplicate or
+out-of-order sequence, unknown step type, bad arguments, replica not in the partition,
+unreadable line — goes to quarantine with its reason and is never silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from emulator.invariants import eventual_convergence
+from emulator.partition import Partition
+from emulator.run import replica_snapshot, state_snapshot
+from emulator.scenario import Config, ScenarioError, _parse_step, describe_step, parse_scenario
+from emulator.variants import VARIANTS
+
+from .events import HEADER_TYPE
+from .schemas import OUTPUT_COLUMNS
+from .state_codec import _dumps, empty_state, pack_partition, unpack_partition
+
+
+def _row(kind: str, topic, partition, **fields) -> dict[str, Any]:
+    row = dict.fromkeys(OUTPUT_COLUMNS)
+    row.update(kind=kind, topic=topic, partition=partition, **fields)
+    return row
+
+
+def _raw(event: dict) -> str:
+    return json.dumps({k: event.get(k) for k in ("topic", "partition", "seq", "type", "args")}, default=str)
+
+
+class _Batch:
+    """One group's outputs, in emission order."""
+
+    def __init__(self, topic, partition, scenario):
+        self.topic, self.partition, self.scenario = topic, partition, scenario
+        self.rows: list[dict] = []
+        self._idx: dict[tuple[str, int], int] = {}
+
+    def emit(self, kind: str, seq, **fields) -> None:
+        key = (kind, -1 if seq is None else int(seq))
+        idx = self._idx.get(key, 0)
+        self._idx[key] = idx + 1
+        self.rows.append(_row(kind, self.topic, self.partition, scenario=self.scenario, seq=seq, idx=idx, **fields))
+
+    def quarantine(self, event: dict, reason: str) -> None:
+        self.emit("quarantine", event.get("seq"), reason=reason, raw=event.get("raw") or _raw(event))
+
+
+def _parse_header(event: dict) -> tuple[str, tuple[int, ...], Config]:
+    args = json.loads(event["args"])
+    if not isinstance(args, dict):
+        raise ScenarioError("header args must be a JSON object")
+    unknown = sorted(set(args) - {"scenario", "replicas", "config"})
+    if unknown:
+        raise ScenarioError(f"unknown header key {unknown[0]!r}")
+    s = parse_scenario({"name": args.get("scenario"), "replicas": args.get("replicas"), "config": args.get("config") or {}, "steps": []},
+                       source="header")
+    return s.name, s.replicas, s.config
+
+
+def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any] | None, protocol: str,
+                  timed_out: bool = False) -> tuple[list[dict], dict[str, Any], bool]:
+    """Apply one micro-batch of a partition's events.
+
+    Returns the output rows, the new state fields, and whether rows are still waiting for a
+    missing sequence number (the caller then keeps a state timeout running).
+    """
+    st = dict(state) if state is not None else empty_state(protocol)
+    batch = _Batch(topic, partition, st["scenario"])
+    waiting: dict[int, dict] = {int(s): {"seq": int(s), "type": t, "args": a} for s, t, a in json.loads(bytes(st["waiting"]).decode("utf-8"))}
+
+    if timed_out:
+        missing = st["next_seq"]
+        if waiting and st["gap_reported_seq"] != missing:
+            first = min(waiting)
+            batch.quarantine({"topic": topic, "partition": partition, "seq": missing, "raw": None},
+                             f"gap in sequence: seq {missing} never arrived; seq {first}..{max(waiting)} wait for it")
+            st["gap_reported_seq"] = missing
+        return batch.rows, st, bool(waiting)
+
+    events = list(events)
+    if topic is None or partition is None:
+        for e in events:
+            batch.quarantine(e, "unreadable row: missing topic or partition" if not e.get("raw") else "unreadable row: not valid JSON for the event schema")
+        return batch.rows, st, bool(waiting)
+
+    for e in sorted(events, key=lambda e: (e["seq"] is None, e["seq"] if e["seq"] is not None else 0)):
+        seq = e["seq"]
+        if seq is None:
+            batch.quarantine(e, "missing seq")
+        elif e.get("type") is None or e.get("args") is None:
+            batch.quarantine(e, f"seq {seq}: missing type or args")
+        elif seq < st["next_seq"] or seq in waiting:
+            batch.quarantine(e, f"duplicate or out-of-order sequence: seq {seq} already {'applied' if seq < st['next_seq'] else 'received'} (next expected {st['next_seq']})")
+        else:
+            waiting[int(seq)] = {"seq": int(seq), "type": e["type"], "args": e["args"]}
+
+    p: Partition | None = unpack_partition(st) if st["header"] == "ok" else None
+    applied = 0
+    while st["next_seq"] in waiting:
+        e = waiting.pop(st["next_seq"])
+        e.update(topic=topic, partition=partition)
+        st["next_seq"] += 1
+        seq = e["seq"]
+        if seq == 0 or e["type"] == HEADER_TYPE:
+            if seq != 0 or e["type"] != HEADER_TYPE:
+                batch.quarantine(e, f"seq {seq}: the partition header must be seq 0 with type {HEADER_TYPE!r}")
+                if seq == 0:
+                    st["header"] = "invalid"
+                continue
+            try:
+                name, replicas, config = _parse_header(e)
+            except (ScenarioError, ValueError) as exc:
+                batch.quarantine(e, f"invalid partition header: {exc}")
+                st["header"] = "invalid"
+                continue
+            st["scenario"], st["header"] = name, "ok"
+            batch.scenario = name
+            p = Partition(replicas, config, VARIANTS[protocol])
+            continue
+        if st["header"] != "ok":
+            batch.quarantine(e, f"seq {seq}: the partition has no valid header (seq 0)")
+            continue
+        try:
+            args = json.loads(e["args"])
+            step = _parse_step(f"{topic}/{partition}", int(seq), {e["type"]: args}, p.assignment)
+        except ScenarioError as exc:
+            batch.quarantine(e, str(exc))
+            continue
+        except ValueError as exc:
+            batch.quarantine(e, f"seq {seq}: args are not JSON: {exc}")
+            continue
+        _apply(p, step, int(seq), batch)
+        st["steps_applied"] += 1
+        applied += 1
+
+    if p is not None:
+        st.update(pack_partition(p))
+        st["controller_leader"] = p.controller.leader
+        st["controller_epoch"] = p.controller.leader_epoch
+        st["violated"] = ",".join(sorted(p._violated))
+        if applied:
+            _summary(p, st, batch)
+    st["waiting"] = _dumps([[s, w["type"], w["args"]] for s, w in sorted(waiting.items())])
+    if 0 <= st["gap_reported_seq"] < st["next_seq"]:
+        st["gap_reported_seq"] = -1  # that gap was filled; a later one is reported afresh
+    return batch.rows, st, bool(waiting)
+
+
+def _apply(p: Partition, step, seq: int, batch: _Batch) -> None:
+    losses_before = len(p.oracle.losses)
+    out = p.apply(step)
+    description = describe_step(step)
+    c = p.controller
+    isr = json.dumps(sorted(c.isr))
+    for rid in sorted(p.replicas):
+        snap = replica_snapshot(p, rid, with_log=False)
+        batch.emit(
+            "timeline", seq, event=description, replica=rid, role=snap["role"], alive=snap["alive"], halted=snap["halted"],
+            leader_epoch=snap["leader_epoch"], leo=snap["leo"], hw=snap["hw"],
+            remote_leo=None if snap["remote_leo"] is None else json.dumps(snap["remote_leo"]),
+            epoch_cache=json.dumps(snap["epoch_cache"]), leader=c.leader, controller_epoch=c.leader_epoch, isr=isr,
+        )
+    for v in out.violations:
+        batch.emit("violations", seq, at_step=v["step"], invariant=v["invariant"], detail=v["detail"])
+    for loss in p.oracle.losses[losses_before:]:
+        batch.emit("losses", seq, at_step=loss["step"], offset=loss["offset"], value=loss["value"], acked=loss["acked"], allowed=loss["allowed"])
+    for err in out.errors:
+        batch.emit("errors", seq, at_step=err["step"], error=err["error"])
+    p.errors.clear()  # already emitted; the stream keeps no output history in state
+    p.violations.clear()
+    p.oracle.losses.clear()
+
+
+def _summary(p: Partition, st: dict, batch: _Batch) -> None:
+    c = p.controller
+    hws = [r.hw for r in p.replicas.values()]
+    batch.emit(
+        "summary", st["steps_applied"], protocol=p.variant.name, steps=st["steps_applied"], leader=c.leader,
+        controller_epoch=c.leader_epoch, isr=json.dumps(sorted(c.isr)), min_hw=min(hws), max_hw=max(hws),
+        violations_so_far=len(p._violated), convergence=eventual_convergence(p),
+        final=json.dumps(state_snapshot(p), separators=(",", ":")),
+    )
