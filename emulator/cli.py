@@ -37,7 +37,85 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", action="store_true", help="add a per-step trace to the JSON")
     run.add_argument("--check", action="store_true", help="compare with each file's expect block; exit 1 on disagreement")
     run.add_argument("--summary", action="store_true", help="human output: verdict lines and the matrix only")
+
+    comp = sub.add_parser("compile", help="turn scenario files into event files for the streaming job")
+    comp.add_argument("files", nargs="+", metavar="SCENARIO")
+    comp.add_argument("--out", required=True, metavar="DIR")
+    comp.add_argument("--split", type=_positive, default=1, metavar="N", help="split every partition's rows over N files")
+    comp.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+
+    stream = sub.add_parser("stream", help="run the Spark Structured Streaming job")
+    stream.add_argument("--input", required=True, metavar="DIR")
+    stream.add_argument("--output", required=True, metavar="DIR")
+    stream.add_argument("--checkpoint", required=True, metavar="DIR")
+    stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES)
+    stream.add_argument("--trigger", default="available-now",
+                        help="available-now (default) | once | processing-time=5s")
+    stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N")
+    stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*])")
+    stream.add_argument("--gap-timeout-ms", type=_positive, default=60000,
+                        help="how long a partition waits for a missing sequence number before reporting it")
+
+    res = sub.add_parser("results", help="read a stream's outputs back as result objects")
+    res.add_argument("output", metavar="OUTPUT_DIR")
+    res.add_argument("--json", action="store_true")
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be >= 1")
+    return value
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from streaming.events import compile_scenarios
+
+    try:
+        paths = compile_scenarios(args.files, args.out, split=args.split, fmt=args.format)
+    except ScenarioError as exc:
+        print(f"replemu: invalid scenario: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"wrote {len(paths)} event files for {len(args.files)} scenarios to {args.out}")
+    return EXIT_OK
+
+
+def cmd_stream(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from streaming.job import run_stream
+
+    trigger = args.trigger
+    if trigger not in ("available-now", "once") and not trigger.startswith("processing-time="):
+        print(f"replemu: error: unknown trigger {trigger!r} (available-now | once | processing-time=5s)", file=sys.stderr)
+        return EXIT_INVALID
+    if not Path(args.input).is_dir():
+        print(f"replemu: error: input directory {args.input} does not exist", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"replemu stream: {args.input} -> {args.output} (checkpoint {args.checkpoint}), protocol {args.protocol}", flush=True)
+    stats = run_stream(args.input, args.output, args.checkpoint, args.protocol, trigger=trigger,
+                       max_files_per_trigger=args.max_files_per_trigger, master=args.master, gap_timeout_ms=args.gap_timeout_ms)
+    print(f"{len(stats)} micro-batches; outputs under {args.output}/{{timeline,summary,violations,losses,errors,quarantine}}; "
+          f"read them with: replemu results {args.output}")
+    return EXIT_OK
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from streaming.results import ResultsError, read_results, summary_text
+
+    try:
+        if args.json:
+            print(dumps(read_results(args.output)))
+        else:
+            print(summary_text(args.output))
+    except ResultsError as exc:
+        print(f"replemu: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -91,9 +169,7 @@ def _print_human(scenario, result, summary: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "run":
-        return cmd_run(args)
-    return EXIT_INVALID  # pragma: no cover - argparse rejects unknown commands
+    return {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "results": cmd_results}[args.command](args)
 
 
 def entry() -> None:

@@ -1,0 +1,230 @@
+"""The Spark Structured Streaming job.
+
+    events (file source) -> groupBy(topic, partition).applyInPandasWithState(step the core)
+                         -> foreachBatch: one Parquet directory per output kind and batch id
+
+Every output kind is written under ``OUTPUT/<kind>/batch_id=<id>/``; a batch that Spark
+replays after a restart replaces its own directory, so each micro-batch lands exactly once.
+Settings come from ``conf/spark.conf`` (``key value`` lines); ``--master`` overrides the master.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONF = ROOT / "conf" / "spark.conf"
+
+
+def read_spark_conf(path: str | Path = DEFAULT_CONF) -> dict[str, str]:
+    conf = {}
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition(" ")
+        if not sep:
+            raise ValueError(f"{path}: line {number}: expected 'key value', got {line!r}")
+        conf[key] = value.strip()
+    return conf
+
+
+def build_spark(master: str | None = None, conf_path: str | Path = DEFAULT_CONF, app_name: str = "replemu"):
+    """A SparkSession with the project's settings; the Python workers use this interpreter."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    conf = read_spark_conf(conf_path)
+    if master:
+        conf["spark.master"] = master
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def make_state_function(protocol: str, gap_timeout_ms: int | None) -> Callable:
+    """The ``applyInPandasWithState`` function: one group's frames -> output frames."""
+
+    def step_partition(key: tuple, pdfs: Iterator, state) -> Iterator:
+        import pandas as pd
+
+        from streaming.processor import process_batch
+        from streaming.schemas import CORRUPT_COLUMN, OUTPUT_COLUMNS
+        from streaming.state_codec import from_tuple, to_tuple
+
+        topic = None if key[0] is None else str(key[0])
+        partition = None if key[1] is None or pd.isna(key[1]) else int(key[1])
+        current = from_tuple(state.get) if state.exists else None
+        events = []
+        if not state.hasTimedOut:
+            for pdf in pdfs:  # Spark may split one group over several frames, in any order
+                for rec in pdf.to_dict("records"):
+                    seq = rec.get("seq")
+                    events.append({
+                        "topic": topic, "partition": partition,
+                        "seq": None if seq is None or pd.isna(seq) else int(seq),
+                        "type": rec.get("type"), "args": rec.get("args"), "raw": rec.get(CORRUPT_COLUMN),
+                    })
+        rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut)
+        if topic is not None and partition is not None:
+            state.update(to_tuple(new_state))
+            if waiting and gap_timeout_ms is not None:
+                state.setTimeoutDuration(gap_timeout_ms)
+        if rows:
+            yield pd.DataFrame(rows, columns=list(OUTPUT_COLUMNS))
+
+    return step_partition
+
+
+@dataclass
+class BatchStats:
+    batch_id: int
+    rows: dict[str, int]
+    partitions: int
+    violations: int
+    quarantined: int
+
+
+@dataclass
+class ParquetSink:
+    """foreachBatch sink: each kind's rows of batch N replace ``OUTPUT/<kind>/batch_id=N``."""
+
+    output_dir: Path
+    on_batch: Callable[[BatchStats], None] | None = None
+    stats: list[BatchStats] = field(default_factory=list)
+
+    def __call__(self, df, batch_id: int) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from streaming.schemas import KIND_COLUMNS, OUTPUT_KINDS, arrow_schema
+
+        pdf = df.toPandas()
+        counts = {}
+        for kind in OUTPUT_KINDS:
+            part = pdf[pdf["kind"] == kind]
+            counts[kind] = len(part)
+            target = self.output_dir / kind / f"batch_id={batch_id}"
+            if part.empty:
+                if target.exists():
+                    shutil.rmtree(target)  # a replayed batch that now has nothing of this kind
+                continue
+            cols = list(KIND_COLUMNS[kind])
+            sort_by = [c for c in ("topic", "partition", "seq", "idx", "replica") if c in cols]
+            part = part[cols].sort_values(sort_by, kind="stable").reset_index(drop=True)
+            table = pa.Table.from_pandas(part, schema=arrow_schema(kind), preserve_index=False)
+            tmp = target.with_name(f".{target.name}.tmp")
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            tmp.mkdir(parents=True)
+            pq.write_table(table, tmp / "part-0.parquet")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        touched = pdf[pdf["kind"] != "quarantine"][["topic", "partition"]].drop_duplicates()
+        stats = BatchStats(batch_id, counts, len(touched), counts["violations"], counts["quarantine"])
+        self.stats.append(stats)
+        if self.on_batch:
+            self.on_batch(stats)
+
+
+def detect_format(input_dir: Path) -> str:
+    names = [p.name for p in input_dir.iterdir() if not p.name.startswith((".", "_"))] if input_dir.exists() else []
+    return "parquet" if names and all(n.endswith(".parquet") for n in names) else "json"
+
+
+def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str,
+                 trigger: str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
+                 gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None):
+    """Start the query; returns ``(query, sink)``."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from streaming.schemas import EVENT_SCHEMA, EVENT_SCHEMA_WITH_CORRUPT, OUTPUT_SCHEMA, STATE_SCHEMA, CORRUPT_COLUMN
+
+    input_dir, output_dir = Path(input_dir), Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    fmt = fmt or detect_format(input_dir)
+    reader = spark.readStream
+    if max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
+    if fmt == "parquet":
+        events = reader.schema(EVENT_SCHEMA).parquet(str(input_dir))
+        from pyspark.sql.functions import lit
+
+        events = events.withColumn(CORRUPT_COLUMN, lit(None).cast("string"))
+    else:
+        events = (reader.schema(EVENT_SCHEMA_WITH_CORRUPT).option("mode", "PERMISSIVE")
+                  .option("columnNameOfCorruptRecord", CORRUPT_COLUMN).json(str(input_dir)))
+    # A processing-time timeout makes Spark schedule another (empty) batch forever, so an
+    # available-now or once run, which must end when the input is drained, runs without one;
+    # partitions still waiting for a sequence number are then reported from the state store.
+    timeout = GroupStateTimeout.ProcessingTimeTimeout if trigger.startswith("processing-time=") else GroupStateTimeout.NoTimeout
+    outputs = events.groupBy("topic", "partition").applyInPandasWithState(
+        make_state_function(protocol, gap_timeout_ms if timeout == GroupStateTimeout.ProcessingTimeTimeout else None),
+        OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
+    )
+    sink = ParquetSink(output_dir, on_batch=on_batch)
+    writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
+    if trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    elif trigger == "once":
+        writer = writer.trigger(once=True)
+    elif trigger.startswith("processing-time="):
+        writer = writer.trigger(processingTime=trigger.split("=", 1)[1])
+    else:
+        raise ValueError(f"unknown trigger {trigger!r}")
+    (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "input": str(input_dir), "format": fmt}) + "\n")
+    return writer.start(), sink
+
+
+def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
+    batch_id = progress["batchId"]
+    st = stats.get(batch_id)
+    duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
+    extra = (f", {st.partitions} partitions, {st.violations} violations, {st.quarantined} quarantined"
+             if st else "")
+    print(f"batch {batch_id}: {progress.get('numInputRows', 0)} rows{extra}, {duration:.2f} s", file=out, flush=True)
+
+
+def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
+               master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout) -> list[BatchStats]:
+    """Run the job until the input is drained (available-now / once) or forever (processing-time).
+
+    Prints one progress line per micro-batch from Spark's query progress and the sink's counts.
+    """
+    own = spark is None
+    spark = spark or build_spark(master)
+    try:
+        query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
+                                   max_files_per_trigger, fmt, gap_timeout_ms)
+        printed = set()
+
+        def drain() -> None:
+            by_id = {s.batch_id: s for s in sink.stats}
+            for progress in query.recentProgress:
+                if progress["batchId"] not in printed and (progress["batchId"] in by_id or progress.get("numInputRows", 0) == 0):
+                    printed.add(progress["batchId"])
+                    if not quiet:
+                        _print_progress(progress, by_id, out)
+
+        while query.isActive:
+            query.awaitTermination(0.5)
+            drain()
+        query.awaitTermination()  # re-raises a query failure
+        drain()
+        return sink.stats
+    finally:
+        if own:
+            spark.stop()
