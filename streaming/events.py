@@ -17,13 +17,15 @@ args       string  a JSON object: the step's arguments exactly as in the scenari
 ``compile_scenarios`` turns scenario files into event files, optionally split into N files
 (file k holds the k-th contiguous slice of every partition's rows) so that a stream reading
 one file per trigger sees many micro-batches.  Files are published atomically (written under
-a hidden name, then renamed), as a file source requires.
+a hidden name, then renamed), as a file source requires, with modification times 1 ms apart in
+file order, the order in which the file source takes them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -94,6 +96,7 @@ def write_event_files(rows_per_partition: list[list[dict]], out_dir: str | Path,
         for k, chunk in enumerate(_slices(rows, split)):
             per_file[k].extend(chunk)
     paths = []
+    base_ns = time.time_ns() // 1_000_000 * 1_000_000
     for k, rows in enumerate(per_file):
         if not rows:
             continue
@@ -109,6 +112,8 @@ def write_event_files(rows_per_partition: list[list[dict]], out_dir: str | Path,
         else:
             text = "".join(json.dumps(r) + "\n" for r in rows)
             _publish(path, lambda tmp: tmp.write_text(text))
+        # The file source takes files in modification-time order: make it the file order.
+        os.utime(path, ns=(base_ns + k * 1_000_000, base_ns + k * 1_000_000))
         paths.append(path)
     return paths
 
