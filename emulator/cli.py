@@ -48,13 +48,20 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--input", required=True, metavar="DIR")
     stream.add_argument("--output", required=True, metavar="DIR")
     stream.add_argument("--checkpoint", required=True, metavar="DIR")
-    stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES)
+    stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES + ("all",),
+                        help="variant; 'all' runs one query per variant into OUTPUT/<variant> and CHECKPOINT/<variant>")
     stream.add_argument("--trigger", default="available-now",
                         help="available-now (default) | once | processing-time=5s")
     stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N")
     stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*])")
     stream.add_argument("--gap-timeout-ms", type=_positive, default=60000,
                         help="how long a partition waits for a missing sequence number before reporting it")
+
+    state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")
+    state.add_argument("checkpoint", metavar="CHECKPOINT_DIR")
+    state.add_argument("--topic")
+    state.add_argument("--partition", type=int)
+    state.add_argument("--master", default=None)
 
     res = sub.add_parser("results", help="read a stream's outputs back as result objects")
     res.add_argument("output", metavar="OUTPUT_DIR")
@@ -96,11 +103,36 @@ def cmd_stream(args: argparse.Namespace) -> int:
     if not Path(args.input).is_dir():
         print(f"replemu: error: input directory {args.input} does not exist", file=sys.stderr)
         return EXIT_INVALID
-    print(f"replemu stream: {args.input} -> {args.output} (checkpoint {args.checkpoint}), protocol {args.protocol}", flush=True)
-    stats = run_stream(args.input, args.output, args.checkpoint, args.protocol, trigger=trigger,
-                       max_files_per_trigger=args.max_files_per_trigger, master=args.master, gap_timeout_ms=args.gap_timeout_ms)
-    print(f"{len(stats)} micro-batches; outputs under {args.output}/{{timeline,summary,violations,losses,errors,quarantine}}; "
-          f"read them with: replemu results {args.output}")
+    from streaming.job import build_spark
+
+    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    spark = build_spark(args.master)
+    try:
+        for protocol in protocols:
+            output = Path(args.output) / protocol if args.protocol == "all" else Path(args.output)
+            checkpoint = Path(args.checkpoint) / protocol if args.protocol == "all" else Path(args.checkpoint)
+            print(f"replemu stream: {args.input} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
+            stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger,
+                               max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark)
+            print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,summary,violations,losses,errors,quarantine}}; "
+                  f"read them with: replemu results {output}", flush=True)
+    finally:
+        spark.stop()
+    return EXIT_OK
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    from streaming.job import build_spark, read_partition_states
+
+    spark = build_spark(args.master)
+    try:
+        states = [
+            s for s in read_partition_states(spark, args.checkpoint)
+            if (args.topic is None or s["topic"] == args.topic) and (args.partition is None or s["partition"] == args.partition)
+        ]
+    finally:
+        spark.stop()
+    print(dumps(states))
     return EXIT_OK
 
 
@@ -169,7 +201,8 @@ def _print_human(scenario, result, summary: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "results": cmd_results}[args.command](args)
+    commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results}
+    return commands[args.command](args)
 
 
 def entry() -> None:

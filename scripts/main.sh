@@ -1,7 +1,23 @@
 #!/usr/bin/env bash
-# Set up, then run the main job on its embedded default: every bundled scenario in
-# conf/scenarios replayed under all four protocol variants, checked against its expect block.
+# Set up, then run the main job on its embedded default: the bundled scenarios in
+# conf/scenarios, replayed by the core (checked against their expect blocks) and streamed
+# through the Spark Structured Streaming job (local Spark) under all four protocol variants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/replemu run conf/scenarios/*.yaml --protocol all --check "$@"
+R=.venv/bin/replemu
+OUT="${1:-out/main}"
+echo "== the core: every bundled scenario under hw, kip101, kip279, kip320 =="
+$R run conf/scenarios/*.yaml --protocol all --check --summary
+rm -rf "$OUT"
+echo
+echo "== the streaming job: bundled scenarios as events, 4 micro-batches per variant =="
+$R compile conf/scenarios/*.yaml --out "$OUT/events" --split 4
+$R stream --input "$OUT/events" --output "$OUT/output" --checkpoint "$OUT/checkpoint" --protocol all --max-files-per-trigger 1
+for p in hw kip101 kip279 kip320; do
+  echo
+  $R results "$OUT/output/$p"
+done
+echo
+echo "outputs (Parquet, one directory per kind and batch id): $OUT/output/<variant>/"
+echo "as contract results: $R results $OUT/output/<variant> --json"

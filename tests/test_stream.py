@@ -94,3 +94,5 @@ def test_bad_rows_are_quarantined_and_good_partitions_proceed(spark, tmp_path):
     assert any(seq == 3 and "replica 9 is not one of the partition's replicas" in r for seq, r in reasons)
     assert any(seq == 4 and "duplicate or out-of-order sequence" in r for seq, r in reasons)
     assert any("unreadable row" in r for _, r in reasons)
+    gaps = json.loads((tmp_path / "output" / "gaps.json").read_text())
+    assert gaps == [{"topic": topic, "partition": 0, "missing_seq": 5, "waiting_seqs": [9]}]
