@@ -116,5 +116,5 @@ def decode_state_row(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row[k] for k in STATE_FIELDS if k not in ("waiting", "core", "logs", "committed", "acked")}
     out["waiting"] = json.loads(bytes(row["waiting"]).decode("utf-8")) if row.get("waiting") is not None else []
     if row.get("core") is not None:
-        out["partition"] = document_from_fields(row["core"], row["logs"], row["committed"], row["acked"])
+        out["document"] = document_from_fields(row["core"], row["logs"], row["committed"], row["acked"])
     return out
