@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*])")
     stream.add_argument("--gap-timeout-ms", type=_positive, default=60000,
                         help="how long a partition waits for a missing sequence number before reporting it")
+    stream.add_argument("--compact-min-records", type=_positive, default=None, metavar="N",
+                        help="compact a partition's unchangeable log prefix once it holds N records (default 10000)")
 
     state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")
     state.add_argument("checkpoint", metavar="CHECKPOINT_DIR")
@@ -113,7 +115,8 @@ def cmd_stream(args: argparse.Namespace) -> int:
             checkpoint = Path(args.checkpoint) / protocol if args.protocol == "all" else Path(args.checkpoint)
             print(f"replemu stream: {args.input} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
             stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger,
-                               max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark)
+                               max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark,
+                               compact_min_records=args.compact_min_records)
             print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,summary,violations,losses,errors,quarantine}}; "
                   f"read them with: replemu results {output}", flush=True)
     finally:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .log import Log
+
 if TYPE_CHECKING:  # pragma: no cover
     from .partition import Partition, Replica
 
@@ -41,7 +43,7 @@ class Oracle:
 
     def __init__(self, partition: "Partition") -> None:
         self.partition = partition
-        self.committed: list[Record] = []
+        self.committed = Log()
         self.committed_twice: list[tuple[int, Record]] = []
         self._committed_twice_set: set[tuple[int, Record]] = set()
         self.acked: dict[tuple[int, Record], AckInfo] = {}
@@ -210,6 +212,14 @@ class Oracle:
                 )
                 if not still_held:
                     self.faultless = False
+
+    def compact(self, upto: int) -> None:
+        """Forget the ghost state of offsets below ``upto`` (identical everywhere, never truncated)."""
+        self.committed.compact(upto)
+        self.committed_twice = [(o, r) for o, r in self.committed_twice if o >= upto]
+        self._committed_twice_set = set(self.committed_twice)
+        self.acked = {k: v for k, v in self.acked.items() if k[0] >= upto}
+        self._reported_losses = {k for k in self._reported_losses if k[0] >= upto}
 
     # -- losses ---------------------------------------------------------------------------
 

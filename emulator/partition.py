@@ -12,10 +12,13 @@ emulator itself raises ``EmulatorBug``.  The replicas never read the oracle (gho
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 
 from .epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from .invariants import REGISTRY
+from .log import Log
 from .oracle import Oracle
 from .scenario import (
     CheckpointHw, Config, ControllerRemove, Crash, Elect, Fetch, Flush, LeaderAndIsr, Produce,
@@ -27,6 +30,13 @@ UNKNOWN_OFFSET = -1  # a leader's view of a follower it has not heard from in th
 
 LEADER, FOLLOWER, NO_ROLE = "leader", "follower", "none"
 TRUNCATING, FETCHING = "Truncating", "Fetching"
+
+
+def prefix_digest(previous: str, records: list[tuple[int, str]]) -> str:
+    """SHA-256 chained over compacted records: ``sha256(previous || json(records))``."""
+    h = hashlib.sha256(previous.encode("ascii"))
+    h.update(json.dumps(records, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    return "sha256:" + h.hexdigest()
 
 
 class EmulatorBug(RuntimeError):
@@ -95,7 +105,7 @@ class Replica:
 
     def __init__(self, broker_id: int, cache_semantics: str) -> None:
         self.id = broker_id
-        self.log: list[tuple[int, str]] = []  # (epoch, value); offset = index
+        self.log = Log()  # (epoch, value) records by absolute offset
         self.hw = 0
         self.hw_checkpoint = 0  # replication-offset-checkpoint
         self.recovery_point = 0  # offsets below it are fsync'ed
@@ -142,6 +152,10 @@ class Partition:
         self._violated: set[str] = set()
         self._generation = 0
         self._events: list[dict] = []
+        # Offsets below ``compacted_offset`` were compacted away on every replica (long runs);
+        # ``prefix_digest`` is the SHA-256 chain over those records.
+        self.compacted_offset = 0
+        self.prefix_digest = ""
 
     # =====================================================================================
     # stepping
@@ -162,6 +176,49 @@ class Partition:
     def finish(self) -> list[dict]:
         """Judge the end-of-run invariants (EventualConvergence); returns what fired."""
         return self._check("end")
+
+    def compactable_offset(self) -> int:
+        """The end of the prefix no step can change any more.
+
+        Below every replica's recovery point, HW, HW checkpoint and LEO (dead replicas
+        included), below the committed ledger's end, and identical on every replica and in the
+        ledger: truncation (to a HW, to an epoch boundary, to a recovery point) never reaches
+        below it.
+        """
+        k = len(self.oracle.committed)
+        for r in self.replicas.values():
+            k = min(k, r.recovery_point, r.hw, r.hw_checkpoint, r.leo)
+            cm = self.oracle.committed_mismatch(r.id)
+            if cm is not None:
+                k = min(k, cm)
+        ids = sorted(self.replicas)
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                mm = self.oracle.mismatch(a, b)
+                if mm is not None:
+                    k = min(k, mm)
+        return max(k, self.compacted_offset)
+
+    def compact(self, min_records: int) -> int:
+        """Compact the unchangeable prefix into an offset and a digest once it holds at least
+        ``min_records`` more records; returns how many records each replica dropped.
+
+        The ghost state that refers only to the prefix (acked records, reported losses,
+        records committed twice) goes with it.  A later step that would reach below the
+        compacted offset is clamped there and recorded as ``BELOW_COMPACTED_PREFIX``.
+        """
+        upto = self.compactable_offset()
+        if upto - self.compacted_offset < max(min_records, 1):
+            return 0
+        dropped = None
+        for rid in sorted(self.replicas):
+            removed = self.replicas[rid].log.compact(upto)
+            dropped = removed if dropped is None else dropped
+        self.prefix_digest = prefix_digest(self.prefix_digest, dropped)
+        self.oracle.compact(upto)
+        count = upto - self.compacted_offset
+        self.compacted_offset = upto
+        return count
 
     def _check(self, kind: str) -> list[dict]:
         fired = []
@@ -444,6 +501,9 @@ class Partition:
         leader's election-time entry and ends the KIP-279 loop); HW and recovery point are
         capped at ``offset``.
         """
+        if offset < self.compacted_offset:
+            self._error("BELOW_COMPACTED_PREFIX")
+            offset = self.compacted_offset
         before = rep.leo
         new_leo = min(offset, before)
         if new_leo < before:
@@ -682,7 +742,11 @@ class Partition:
         if not rep.alive:
             self._error("REPLICA_NOT_AVAILABLE")
             return
-        rep.recovery_point = rep.leo if step.offset is None else min(step.offset, rep.leo)
+        offset = rep.leo if step.offset is None else min(step.offset, rep.leo)
+        if offset < self.compacted_offset:
+            self._error("BELOW_COMPACTED_PREFIX")
+            offset = self.compacted_offset
+        rep.recovery_point = offset
 
     def _lose_memory(self, rep: Replica) -> None:
         """A stopped broker forgets everything that was only in memory (§E.2)."""

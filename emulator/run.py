@@ -30,7 +30,7 @@ def replica_snapshot(p: Partition, rid: int, with_log: bool = True) -> dict[str,
         "leader_epoch": r.leader_epoch,
         "leo": r.leo,
         "hw": r.hw,
-        "log": [[o, e, v] for o, (e, v) in enumerate(r.log)] if with_log else None,
+        "log": [[o, e, v] for o, (e, v) in r.log.items()] if with_log else None,
         "epoch_cache": r.cache.as_pairs(),
         "remote_leo": remote,
     }
@@ -73,9 +73,16 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False) -> dict
         "losses": partition.oracle.losses,
         "errors": partition.errors,
     }
+    if partition.compacted_offset:
+        result["compacted_prefix"] = compacted_prefix(partition)
     if trace:
         result["trace"] = steps_trace
     return result
+
+
+def compacted_prefix(p: Partition) -> dict[str, Any]:
+    """Contract extension for compacted runs: logs start at ``offset``; ``digest`` covers the rest."""
+    return {"offset": p.compacted_offset, "digest": p.prefix_digest}
 
 
 def dumps(obj: Any) -> str:

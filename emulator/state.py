@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from .epoch_cache import LeaderEpochCache
+from .log import Log
 from .oracle import AckInfo
 from .partition import LeaderAndIsrRequest, LeaderState, Partition, PendingAck, Replica
 from .scenario import Config
@@ -60,7 +61,8 @@ def to_document(p: Partition) -> dict[str, Any]:
     for rid in p.assignment:
         r = p.replicas[rid]
         replicas.append({
-            "id": r.id, "log": [[e, v] for e, v in r.log], "hw": r.hw, "hw_checkpoint": r.hw_checkpoint,
+            "id": r.id, "log": [[e, v] for e, v in r.log.retained()], "log_start": r.log.start,
+            "log_before": None if r.log.before is None else list(r.log.before), "hw": r.hw, "hw_checkpoint": r.hw_checkpoint,
             "recovery_point": r.recovery_point, "cache": r.cache.as_pairs(), "alive": r.alive, "halted": r.halted,
             "role": r.role, "believed_leader": r.believed_leader, "leader_epoch": r.leader_epoch,
             "fresh_after_restart": r.fresh_after_restart, "processed_leader_and_isr": r.processed_leader_and_isr,
@@ -78,6 +80,7 @@ def to_document(p: Partition) -> dict[str, Any]:
             "replica_lag_time_max_ms": p.config.replica_lag_time_max_ms,
         },
         "now_ms": p.now_ms, "step_number": p.step_number, "generation": p._generation,
+        "compacted_offset": p.compacted_offset, "prefix_digest": p.prefix_digest,
         "violated": sorted(p._violated),
         "controller": {
             "leader": c.leader, "leader_epoch": c.leader_epoch, "isr": list(c.isr),
@@ -85,7 +88,9 @@ def to_document(p: Partition) -> dict[str, Any]:
         },
         "replicas": replicas,
         "oracle": {
-            "committed": [[e, v] for e, v in o.committed],
+            "committed": [[e, v] for e, v in o.committed.retained()],
+            "committed_start": o.committed.start,
+            "committed_before": None if o.committed.before is None else list(o.committed.before),
             "committed_twice": [[off, e, v] for off, (e, v) in o.committed_twice],
             "acked": [[off, e, v, a.step, sorted(a.holders), a.lost_by_power] for (off, (e, v)), a in o.acked.items()],
             "unclean_election": o.unclean_election, "faultless": o.faultless,
@@ -103,6 +108,7 @@ def from_document(doc: dict[str, Any]) -> Partition:
         raise StateVersionError(f"partition state version {doc.get('state_version')!r}, this build reads {STATE_VERSION}")
     p = Partition(tuple(doc["assignment"]), Config(**doc["config"]), VARIANTS[doc["protocol"]])
     p.now_ms, p.step_number, p._generation = doc["now_ms"], doc["step_number"], doc["generation"]
+    p.compacted_offset, p.prefix_digest = doc["compacted_offset"], doc["prefix_digest"]
     p._violated = set(doc["violated"])
     c = doc["controller"]
     ctl = p.controller
@@ -110,7 +116,7 @@ def from_document(doc: dict[str, Any]) -> Partition:
     ctl.partition_epoch, ctl.highest_epoch = c["partition_epoch"], c["highest_epoch"]
     for d in doc["replicas"]:
         r: Replica = p.replicas[d["id"]]
-        r.log = [(e, v) for e, v in d["log"]]
+        r.log = Log(((e, v) for e, v in d["log"]), d["log_start"], None if d["log_before"] is None else tuple(d["log_before"]))
         r.hw, r.hw_checkpoint, r.recovery_point = d["hw"], d["hw_checkpoint"], d["recovery_point"]
         r.cache = LeaderEpochCache(p.variant.cache_semantics, d["cache"])
         r.alive, r.halted, r.role = d["alive"], d["halted"], d["role"]
@@ -127,7 +133,8 @@ def from_document(doc: dict[str, Any]) -> Partition:
             pending_acks=[PendingAck(*a) for a in ls["pending_acks"]], highest_hw=ls["highest_hw"],
         )
     o, g = p.oracle, doc["oracle"]
-    o.committed = [(e, v) for e, v in g["committed"]]
+    o.committed = Log(((e, v) for e, v in g["committed"]), g["committed_start"],
+                      None if g["committed_before"] is None else tuple(g["committed_before"]))
     o.committed_twice = [(off, (e, v)) for off, e, v in g["committed_twice"]]
     o._committed_twice_set = set(o.committed_twice)
     o.acked = {(off, (e, v)): AckInfo(step, frozenset(holders), lost) for off, e, v, step, holders, lost in g["acked"]}

@@ -54,7 +54,7 @@ def build_spark(master: str | None = None, conf_path: str | Path = DEFAULT_CONF,
     return spark
 
 
-def make_state_function(protocol: str, gap_timeout_ms: int | None) -> Callable:
+def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_records: int) -> Callable:
     """The ``applyInPandasWithState`` function: one group's frames -> output frames."""
 
     def step_partition(key: tuple, pdfs: Iterator, state) -> Iterator:
@@ -77,7 +77,8 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None) -> Callable:
                         "seq": None if seq is None or pd.isna(seq) else int(seq),
                         "type": rec.get("type"), "args": rec.get("args"), "raw": rec.get(CORRUPT_COLUMN),
                     })
-        rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut)
+        rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut,
+                                                 compact_min_records=compact_min_records)
         if topic is not None and partition is not None:
             state.update(to_tuple(new_state))
             if waiting and gap_timeout_ms is not None:
@@ -147,11 +148,13 @@ def detect_format(input_dir: Path) -> str:
 
 def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str,
                  trigger: str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
-                 gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None):
+                 gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
+                 compact_min_records: int | None = None):
     """Start the query; returns ``(query, sink)``."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from streaming.schemas import EVENT_SCHEMA, EVENT_SCHEMA_WITH_CORRUPT, OUTPUT_SCHEMA, STATE_SCHEMA, CORRUPT_COLUMN
+    from streaming.processor import COMPACT_MIN_RECORDS
+    from streaming.schemas import CORRUPT_COLUMN, EVENT_SCHEMA, EVENT_SCHEMA_WITH_CORRUPT, OUTPUT_SCHEMA, STATE_SCHEMA
 
     input_dir, output_dir = Path(input_dir), Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -172,7 +175,8 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     # partitions still waiting for a sequence number are then reported from the state store.
     timeout = GroupStateTimeout.ProcessingTimeTimeout if trigger.startswith("processing-time=") else GroupStateTimeout.NoTimeout
     outputs = events.groupBy("topic", "partition").applyInPandasWithState(
-        make_state_function(protocol, gap_timeout_ms if timeout == GroupStateTimeout.ProcessingTimeTimeout else None),
+        make_state_function(protocol, gap_timeout_ms if timeout == GroupStateTimeout.ProcessingTimeTimeout else None,
+                            COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records),
         OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
     )
     sink = ParquetSink(output_dir, on_batch=on_batch)
@@ -199,7 +203,8 @@ def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
 
 
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
-               master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout) -> list[BatchStats]:
+               master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
+               compact_min_records=None) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time).
 
     Prints one progress line per micro-batch from Spark's query progress and the sink's counts.
@@ -208,7 +213,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
     spark = spark or build_spark(master)
     try:
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
-                                   max_files_per_trigger, fmt, gap_timeout_ms)
+                                   max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records)
         printed = set()
 
         def drain() -> None:

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from emulator.invariants import eventual_convergence
 from emulator.partition import Partition
-from emulator.run import replica_snapshot, state_snapshot
+from emulator.run import compacted_prefix, replica_snapshot, state_snapshot
 from emulator.scenario import Config, ScenarioError, _parse_step, describe_step, parse_scenario
 from emulator.variants import VARIANTS
 
@@ -64,8 +64,12 @@ def _parse_header(event: dict) -> tuple[str, tuple[int, ...], Config]:
     return s.name, s.replicas, s.config
 
 
+# Scenario-sized partitions stay uncompacted, so ``replemu results`` matches ``replemu run``.
+COMPACT_MIN_RECORDS = 10_000
+
+
 def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any] | None, protocol: str,
-                  timed_out: bool = False) -> tuple[list[dict], dict[str, Any], bool]:
+                  timed_out: bool = False, compact_min_records: int = COMPACT_MIN_RECORDS) -> tuple[list[dict], dict[str, Any], bool]:
     """Apply one micro-batch of a partition's events.
 
     Returns the output rows, the new state fields, and whether rows are still waiting for a
@@ -141,6 +145,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         applied += 1
 
     if p is not None:
+        p.compact(compact_min_records)
         st.update(pack_partition(p))
         st["controller_leader"] = p.controller.leader
         st["controller_epoch"] = p.controller.leader_epoch
@@ -185,5 +190,6 @@ def _summary(p: Partition, st: dict, batch: _Batch) -> None:
         "summary", st["steps_applied"], protocol=p.variant.name, steps=st["steps_applied"], leader=c.leader,
         controller_epoch=c.leader_epoch, isr=json.dumps(sorted(c.isr)), min_hw=min(hws), max_hw=max(hws),
         violations_so_far=len(p._violated), convergence=eventual_convergence(p),
+        compacted_prefix=json.dumps(compacted_prefix(p)) if p.compacted_offset else None,
         final=json.dumps(state_snapshot(p), separators=(",", ":")),
     )

@@ -70,6 +70,8 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
             ],
             "errors": [{"step": int(r["at_step"]), "error": r["error"]} for r in rows_of("errors", topic, partition)],
         })
+        if isinstance(s.get("compacted_prefix"), str):
+            results[-1]["compacted_prefix"] = json.loads(s["compacted_prefix"])
     return results
 
 
