@@ -96,6 +96,8 @@ class BatchStats:
     partitions: int
     violations: int
     quarantined: int
+    input_rows: int = 0  # from Spark's query progress, once the batch completed
+    duration_s: float = 0.0
 
 
 @dataclass
@@ -221,6 +223,9 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
             for progress in query.recentProgress:
                 if progress["batchId"] not in printed and (progress["batchId"] in by_id or progress.get("numInputRows", 0) == 0):
                     printed.add(progress["batchId"])
+                    if progress["batchId"] in by_id:
+                        by_id[progress["batchId"]].input_rows = progress.get("numInputRows", 0)
+                        by_id[progress["batchId"]].duration_s = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
                     if not quiet:
                         _print_progress(progress, by_id, out)
 
