@@ -43,10 +43,14 @@ def build_spark(master: str | None = None, conf_path: str | Path = DEFAULT_CONF,
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    from pyspark import SparkConf
+
     builder = SparkSession.builder.appName(app_name)
     conf = read_spark_conf(conf_path)
     if master:
         conf["spark.master"] = master
+    elif SparkConf().contains("spark.master"):
+        conf.pop("spark.master", None)  # launched by spark-submit: its --master wins
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
