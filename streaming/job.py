@@ -147,6 +147,17 @@ class ParquetSink:
             self.on_batch(stats)
 
 
+def spark_interval(text: str) -> str:
+    """``5s`` / ``500ms`` / ``2m`` (the CLI's short forms) -> Spark's ``5 seconds`` etc."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h)\s*", text)
+    if not m:
+        return text  # already Spark's form, e.g. "5 seconds"
+    unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}[m.group(2)]
+    return f"{m.group(1)} {unit}"
+
+
 def detect_format(input_dir: Path) -> str:
     names = [p.name for p in input_dir.iterdir() if not p.name.startswith((".", "_"))] if input_dir.exists() else []
     return "parquet" if names and all(n.endswith(".parquet") for n in names) else "json"
@@ -192,7 +203,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     elif trigger == "once":
         writer = writer.trigger(once=True)
     elif trigger.startswith("processing-time="):
-        writer = writer.trigger(processingTime=trigger.split("=", 1)[1])
+        writer = writer.trigger(processingTime=spark_interval(trigger.split("=", 1)[1]))
     else:
         raise ValueError(f"unknown trigger {trigger!r}")
     (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "input": str(input_dir), "format": fmt}) + "\n")
@@ -230,7 +241,9 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
                     if progress["batchId"] in by_id:
                         by_id[progress["batchId"]].input_rows = progress.get("numInputRows", 0)
                         by_id[progress["batchId"]].duration_s = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
-                    if not quiet:
+                    st = by_id.get(progress["batchId"])
+                    idle = progress.get("numInputRows", 0) == 0 and (st is None or not any(st.rows.values()))
+                    if not quiet and not idle:  # no-data batches that only check timeouts stay silent
                         _print_progress(progress, by_id, out)
 
         while query.isActive:

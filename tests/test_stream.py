@@ -96,3 +96,28 @@ def test_bad_rows_are_quarantined_and_good_partitions_proceed(spark, tmp_path):
     assert any("unreadable row" in r for _, r in reasons)
     gaps = json.loads((tmp_path / "output" / "gaps.json").read_text())
     assert gaps == [{"topic": topic, "partition": 0, "missing_seq": 5, "waiting_seqs": [9]}]
+
+
+def test_processing_time_trigger_reports_a_gap_after_the_timeout_and_keeps_running(spark, tmp_path):
+    import time
+
+    from streaming.job import start_stream
+
+    rows = scenario_rows(load_scenario(BUNDLED / "seed-1-two-round-hw.yaml"))
+    missing = rows.pop(2)
+    write_event_files([rows], tmp_path / "events")
+    query, sink = start_stream(spark, tmp_path / "events", tmp_path / "output", tmp_path / "checkpoint", "hw",
+                               trigger="processing-time=500ms", gap_timeout_ms=500)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(s.quarantined for s in sink.stats):
+            time.sleep(0.5)
+        reasons = [q["reason"] for q in quarantine_rows(tmp_path / "output")]
+        assert reasons == ["gap in sequence: seq 2 never arrived; seq 3..4 wait for it"]
+        write_event_files([[missing]], tmp_path / "events", prefix="late")  # the row arrives after all
+        while time.monotonic() < deadline and not read_results(tmp_path / "output")[0]["steps"] == 4:
+            time.sleep(0.5)
+    finally:
+        query.stop()
+    result = read_results(tmp_path / "output")[0]
+    assert result == run_scenario(load_scenario(BUNDLED / "seed-1-two-round-hw.yaml"), "hw")
