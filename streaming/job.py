@@ -111,6 +111,39 @@ class ParquetSink:
     output_dir: Path
     on_batch: Callable[[BatchStats], None] | None = None
     stats: list[BatchStats] = field(default_factory=list)
+    validate: bool = True
+    docs_every: int = 20  # rebuild the Data Docs every N batches (and at the end of a run)
+    validation_ms: list[float] = field(default_factory=list)
+    _validator: Any = None
+
+    def validator(self):
+        if self._validator is None:
+            from expectations.suites import BatchValidator
+
+            self._validator = BatchValidator(self.output_dir / "data_docs")
+        return self._validator
+
+    def _validate(self, pdf, batch_id: int) -> None:
+        """Run the expectation suites on this batch's outputs; a failure never stops the stream."""
+        from expectations.suites import frames_from_outputs
+
+        started = time.perf_counter()
+        try:
+            rows = self.validator().validate(frames_from_outputs(pdf), batch_id)
+        except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
+            rows = [{"batch_id": batch_id, "invariant": None, "expectation": "validation_error", "frame": None,
+                     "success": False, "unexpected_count": 0, "partitions": [], "docs": f"{type(exc).__name__}: {exc}"}]
+        self.validation_ms.append((time.perf_counter() - started) * 1000)
+        write_validations(self.output_dir, batch_id, rows)
+        if self.docs_every and batch_id % self.docs_every == 0:
+            self.build_docs()
+
+    def build_docs(self) -> None:
+        if self._validator is not None:
+            try:
+                self._validator.build_docs()
+            except Exception as exc:  # noqa: BLE001
+                print(f"replemu: Data Docs not built: {exc}", file=sys.stderr)
 
     def __call__(self, df, batch_id: int) -> None:
         import pyarrow as pa
@@ -140,6 +173,8 @@ class ParquetSink:
             if target.exists():
                 shutil.rmtree(target)
             os.replace(tmp, target)
+        if self.validate:
+            self._validate(pdf, batch_id)
         touched = pdf[pdf["kind"] != "quarantine"][["topic", "partition"]].drop_duplicates()
         stats = BatchStats(batch_id, counts, len(touched), counts["violations"], counts["quarantine"])
         self.stats.append(stats)
@@ -158,6 +193,30 @@ def spark_interval(text: str) -> str:
     return f"{m.group(1)} {unit}"
 
 
+VALIDATION_COLUMNS = ("invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs")
+
+
+def write_validations(output_dir: Path, batch_id: int, rows: list[dict]) -> None:
+    """``OUTPUT/validations/batch_id=N/part-0.parquet``: one row per expectation, replaced on replay."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("invariant", pa.string()), ("expectation", pa.string()), ("frame", pa.string()),
+                        ("success", pa.bool_()), ("unexpected_count", pa.int64()), ("partitions", pa.list_(pa.string())),
+                        ("docs", pa.string())])
+    rows = sorted(rows, key=lambda r: (r["frame"] or "", r["invariant"] or "", r["expectation"]))
+    table = pa.Table.from_pylist([{k: r[k] for k in VALIDATION_COLUMNS} for r in rows], schema=schema)
+    target = output_dir / "validations" / f"batch_id={batch_id}"
+    tmp = target.with_name(f".{target.name}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    pq.write_table(table, tmp / "part-0.parquet")
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(tmp, target)
+
+
 def detect_format(input_dir: Path) -> str:
     names = [p.name for p in input_dir.iterdir() if not p.name.startswith((".", "_"))] if input_dir.exists() else []
     return "parquet" if names and all(n.endswith(".parquet") for n in names) else "json"
@@ -166,7 +225,7 @@ def detect_format(input_dir: Path) -> str:
 def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str,
                  trigger: str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
-                 compact_min_records: int | None = None):
+                 compact_min_records: int | None = None, validate: bool = True):
     """Start the query; returns ``(query, sink)``."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -196,7 +255,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                             COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records),
         OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
     )
-    sink = ParquetSink(output_dir, on_batch=on_batch)
+    sink = ParquetSink(output_dir, on_batch=on_batch, validate=validate)
     writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
     if trigger == "available-now":
         writer = writer.trigger(availableNow=True)
@@ -221,7 +280,7 @@ def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
 
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
-               compact_min_records=None) -> list[BatchStats]:
+               compact_min_records=None, validate=True) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time).
 
     Prints one progress line per micro-batch from Spark's query progress and the sink's counts.
@@ -230,7 +289,8 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
     spark = spark or build_spark(master)
     try:
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
-                                   max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records)
+                                   max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
+                                   validate=validate)
         printed = set()
 
         def drain() -> None:
@@ -251,6 +311,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
             drain()
         query.awaitTermination()  # re-raises a query failure
         drain()
+        sink.build_docs()
         if trigger in ("available-now", "once"):
             report_gaps(spark, checkpoint_dir, output_dir, out=out if not quiet else open(os.devnull, "w"))
         return sink.stats

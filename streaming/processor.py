@@ -189,7 +189,7 @@ def _summary(p: Partition, st: dict, batch: _Batch) -> None:
     batch.emit(
         "summary", st["steps_applied"], protocol=p.variant.name, steps=st["steps_applied"], leader=c.leader,
         controller_epoch=c.leader_epoch, isr=json.dumps(sorted(c.isr)), min_hw=min(hws), max_hw=max(hws),
-        violations_so_far=len(p._violated), convergence=eventual_convergence(p),
+        violations_so_far=len(p._violated), violated=",".join(sorted(p._violated)), convergence=eventual_convergence(p),
         compacted_prefix=json.dumps(compacted_prefix(p)) if p.compacted_offset else None,
         final=json.dumps(state_snapshot(p), separators=(",", ":")),
     )

@@ -80,6 +80,7 @@ OUTPUT_SCHEMA = StructType([
     StructField("final", StringType()),  # JSON: the contract's ``final`` object
     StructField("convergence", StringType()),  # EventualConvergence detail if judged now, else null
     StructField("compacted_prefix", StringType()),  # JSON {"offset", "digest"} once the log was compacted
+    StructField("violated", StringType()),  # comma-separated invariants violated so far
     StructField("violations_so_far", IntegerType()),
     StructField("min_hw", LongType()),
     StructField("max_hw", LongType()),
@@ -90,7 +91,7 @@ KIND_COLUMNS = {
     "timeline": ("topic", "partition", "scenario", "seq", "event", "replica", "role", "alive", "halted",
                  "leader_epoch", "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr"),
     "summary": ("topic", "partition", "scenario", "protocol", "steps", "leader", "controller_epoch", "isr",
-                "min_hw", "max_hw", "violations_so_far", "convergence", "compacted_prefix", "final"),
+                "min_hw", "max_hw", "violations_so_far", "violated", "convergence", "compacted_prefix", "final"),
     "violations": ("topic", "partition", "scenario", "seq", "idx", "at_step", "invariant", "detail"),
     "losses": ("topic", "partition", "scenario", "seq", "idx", "at_step", "offset", "value", "acked", "allowed"),
     "errors": ("topic", "partition", "scenario", "seq", "idx", "at_step", "error"),
