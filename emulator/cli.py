@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--partition", type=int)
     state.add_argument("--master", default=None)
 
+    dash = sub.add_parser("dashboard", help="write a self-contained HTML dashboard of stream outputs or run results")
+    dash.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_RESULT_JSON")
+    dash.add_argument("--output", default="dashboard", metavar="DIR", help="directory for dashboard.html (default ./dashboard)")
+    dash.add_argument("--partition", default=None, metavar="TOPIC/P", help="partition (or scenario) whose timeline opens first")
+
     res = sub.add_parser("results", help="read a stream's outputs back as result objects")
     res.add_argument("output", metavar="OUTPUT_DIR")
     res.add_argument("--json", action="store_true")
@@ -139,6 +144,18 @@ def cmd_state(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from expectations.dashboard import DashboardError, write_dashboard
+
+    try:
+        page = write_dashboard(args.inputs, args.output, chosen=args.partition)
+    except DashboardError as exc:
+        print(f"replemu: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"wrote {page}")
+    return EXIT_OK
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     from streaming.results import ResultsError, read_results, summary_text
 
@@ -204,7 +221,8 @@ def _print_human(scenario, result, summary: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results}
+    commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results,
+                "dashboard": cmd_dashboard}
     return commands[args.command](args)
 
 

@@ -1,7 +1,7 @@
 """Great Expectations suites generated from the core's invariant registry.
 
 Every expectation carries ``meta = {"invariant": <exact §C name>, "ref": "C.x"}``, so a failed
-expectation and a core violation read the same.  Three frames are validated per micro-batch
+expectation and a core violation read the same.  Two frames are validated per micro-batch
 (built by ``frames_from_outputs`` from the stream's own output rows, as pandas):
 
 * ``timeline`` — one row per step and replica.  Structural truths GX evaluates itself:
@@ -10,9 +10,8 @@ expectation and a core violation read the same.  Three frames are validated per 
   (UniqueLeaderPerEpoch).
 * ``partitions`` — one row per partition touched in the batch: the leader is in the ISR
   (LeaderInIsr), the final logs' offsets are contiguous from the compacted offset
-  (OffsetMonotonicity).
-* ``verdicts`` — one row per partition, one boolean column per invariant of the registry:
-  True when the core found it violated so far.  Each column is expected to be False.
+  (OffsetMonotonicity), and the core's verdicts: one boolean column per invariant of the
+  registry, True when the core found it violated so far, each expected to be False.
 
 GX runs with an ephemeral, in-code context: no project directory, analytics off, progress
 bars off, no network.
@@ -61,7 +60,7 @@ def build_checks() -> list[Check]:
             column="offsets_contiguous", value_set=[True], meta=_meta("OffsetMonotonicity"))),
     ]
     for inv in REGISTRY:
-        checks.append(Check("verdicts", inv.name, gxe.ExpectColumnValuesToBeInSet(
+        checks.append(Check("partitions", inv.name, gxe.ExpectColumnValuesToBeInSet(
             column=inv.name, value_set=[False], meta=_meta(inv.name))))
     return checks
 
@@ -72,7 +71,7 @@ def _cache_increasing(cache_json: str | None) -> bool:
 
 
 def frames_from_outputs(pdf) -> dict[str, Any]:
-    """The three validation frames from one micro-batch's output rows (pandas)."""
+    """The two validation frames from one micro-batch's output rows (pandas)."""
     import pandas as pd
 
     timeline = pdf[pdf["kind"] == "timeline"][["topic", "partition", "seq", "replica", "role", "alive", "leo", "hw",
@@ -82,7 +81,7 @@ def frames_from_outputs(pdf) -> dict[str, Any]:
     timeline = timeline.drop(columns=["epoch_cache"]).reset_index(drop=True)
 
     summary = pdf[pdf["kind"] == "summary"]
-    part_rows, verdict_rows = [], []
+    part_rows = []
     for s in summary.to_dict("records"):
         final = json.loads(s["final"])
         c = final["controller"]
@@ -90,16 +89,16 @@ def frames_from_outputs(pdf) -> dict[str, Any]:
         contiguous = all(
             [rec[0] for rec in r["log"]] == list(range(start, start + len(r["log"]))) for r in final["replicas"].values()
         )
-        key = f"{s['topic']}/{s['partition']}"
-        part_rows.append({"partition_key": key, "leader_in_isr": c["leader"] is None or c["leader"] in c["isr"],
-                          "offsets_contiguous": contiguous})
         violated = set(filter(None, (s.get("violated") or "").split(",")))
         if isinstance(s.get("convergence"), str):
             violated.add("EventualConvergence")
-        verdict_rows.append({"partition_key": key, **{inv.name: inv.name in violated for inv in REGISTRY}})
-    partitions = pd.DataFrame(part_rows, columns=["partition_key", "leader_in_isr", "offsets_contiguous"])
-    verdicts = pd.DataFrame(verdict_rows, columns=["partition_key"] + [inv.name for inv in REGISTRY])
-    return {"timeline": timeline, "partitions": partitions, "verdicts": verdicts}
+        part_rows.append({
+            "partition_key": f"{s['topic']}/{s['partition']}",
+            "leader_in_isr": c["leader"] is None or c["leader"] in c["isr"], "offsets_contiguous": contiguous,
+            **{inv.name: inv.name in violated for inv in REGISTRY},
+        })
+    columns = ["partition_key", "leader_in_isr", "offsets_contiguous"] + [inv.name for inv in REGISTRY]
+    return {"timeline": timeline, "partitions": pd.DataFrame(part_rows, columns=columns)}
 
 
 class BatchValidator:
@@ -121,8 +120,10 @@ class BatchValidator:
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             })
         source = self.context.data_sources.add_pandas("replemu")
-        self.checkpoints = {}
-        for frame in ("timeline", "partitions", "verdicts"):
+        # Each frame is first validated with BOOLEAN_ONLY results (fast); only a frame that fails
+        # something is validated again with COMPLETE results, to count and name the offenders.
+        self.checkpoints: dict[str, dict[str, Any]] = {}
+        for frame in ("timeline", "partitions"):
             asset = source.add_dataframe_asset(frame)
             batch_def = asset.add_batch_definition_whole_dataframe(frame)
             suite = self.context.suites.add(gx.ExpectationSuite(name=f"replemu-{frame}"))
@@ -130,29 +131,35 @@ class BatchValidator:
                 if check.frame == frame:
                     suite.add_expectation(check.expectation)
             vd = self.context.validation_definitions.add(gx.ValidationDefinition(name=f"replemu-{frame}", data=batch_def, suite=suite))
-            self.checkpoints[frame] = self.context.checkpoints.add(gx.Checkpoint(
-                name=f"replemu-{frame}", validation_definitions=[vd], actions=[],
-                result_format={"result_format": "COMPLETE"}))
+            self.checkpoints[frame] = {
+                fmt: self.context.checkpoints.add(gx.Checkpoint(
+                    name=f"replemu-{frame}-{fmt.lower()}", validation_definitions=[vd], actions=[],
+                    result_format={"result_format": fmt}))
+                for fmt in ("BOOLEAN_ONLY", "COMPLETE")
+            }
 
     def validate(self, frames: dict[str, Any], batch_id: int) -> list[dict[str, Any]]:
         """One row per expectation: batch_id, invariant, expectation, success, unexpected_count,
         partitions (the offending partition keys), docs (the Data Docs page, relative)."""
         rows = []
-        for frame, checkpoint in self.checkpoints.items():
+        for frame, checkpoints in self.checkpoints.items():
             df = frames[frame]
             if df.empty:
                 continue
-            result = checkpoint.run(batch_parameters={"dataframe": df}, run_id=self._run_id(batch_id, frame))
+            run_id = self._run_id(batch_id, frame)
+            result = checkpoints["BOOLEAN_ONLY"].run(batch_parameters={"dataframe": df}, run_id=run_id)
+            if not result.success:
+                result = checkpoints["COMPLETE"].run(batch_parameters={"dataframe": df}, run_id=run_id)
             for vr_id, vr in result.run_results.items():
                 page = self._page(vr_id)
                 for r in vr.results:
                     cfg = r.expectation_config
-                    index = r.result.get("unexpected_index_list") or []
+                    index = (r.result or {}).get("unexpected_index_list") or []
                     keys = self._offending(df, frame, index)
                     rows.append({
                         "batch_id": batch_id, "invariant": cfg.meta["invariant"], "expectation": cfg.type,
                         "frame": frame, "success": bool(r.success),
-                        "unexpected_count": int(r.result.get("unexpected_count") or 0),
+                        "unexpected_count": int((r.result or {}).get("unexpected_count") or 0),
                         "partitions": keys, "docs": page,
                     })
         return rows

@@ -19,5 +19,9 @@ for p in hw kip101 kip279 kip320; do
   $R results "$OUT/output/$p"
 done
 echo
+$R dashboard "$OUT/output" --output "$OUT" --partition s1-kip101-scenario-1/0
+echo
 echo "outputs (Parquet, one directory per kind and batch id): $OUT/output/<variant>/"
+echo "expectation results: $OUT/output/<variant>/validations/, GX Data Docs: $OUT/output/<variant>/data_docs/index.html"
+echo "dashboard (self-contained, opens offline): $OUT/dashboard.html"
 echo "as contract results: $R results $OUT/output/<variant> --json"

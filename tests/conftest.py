@@ -44,3 +44,13 @@ def write_yaml(tmp_path):
         path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
         return path
     return _write
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One real local SparkSession for the whole test session (start-up costs ~20 s)."""
+    from streaming.job import build_spark
+
+    session = build_spark("local[2]")
+    yield session
+    session.stop()

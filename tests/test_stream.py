@@ -17,15 +17,6 @@ from conftest import BUNDLED
 FILES = sorted(BUNDLED.glob("*.yaml"))
 
 
-@pytest.fixture(scope="session")
-def spark():
-    from streaming.job import build_spark
-
-    session = build_spark("local[2]")
-    yield session
-    session.stop()
-
-
 def stream(spark, events: Path, out: Path, protocol: str, **kw):
     return run_stream(events, out / "output", out / "checkpoint", protocol, max_files_per_trigger=1, spark=spark, quiet=True, **kw)
 
