@@ -112,7 +112,7 @@ class BatchValidator:
         self.context = gx.get_context(mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.checks = build_checks()
-        self.docs_dir = Path(docs_dir) if docs_dir else None
+        self.docs_dir = Path(docs_dir).resolve() if docs_dir else None  # GX resolves relative paths elsewhere
         if self.docs_dir:
             self.context.add_data_docs_site(site_name="replemu", site_config={
                 "class_name": "SiteBuilder",
