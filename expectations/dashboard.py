@@ -93,6 +93,11 @@ def _run_from_output(out: Path, page_dir: Path) -> dict[str, Any]:
         if not violations.empty:
             vb = violations[violations["batch_id"] == b]
             counts = {str(k): int(v) for k, v in vb.groupby("invariant").size().items()}
+        # EventualConvergence is judged at a partition's last step, not per step: count the
+        # partitions of this batch whose summary judged them diverged.
+        sb = summary[(summary["batch_id"] == b) & summary["convergence"].notna()]
+        if len(sb):
+            counts["EventualConvergence"] = counts.get("EventualConvergence", 0) + len(sb)
         checks = []
         if not validations.empty:
             for v in validations[validations["batch_id"] == b].to_dict("records"):
@@ -186,6 +191,7 @@ select { font: inherit; } .legend span { margin-right: 1.2em; } code { backgroun
 <p class="note">Partitions violating each invariant, per run (variant).</p>
 <div id="matrix"></div>
 <h2>Violations per micro-batch</h2>
+<p class="note">Invariants first broken in each batch; EventualConvergence counts the partitions judged diverged at the end of the batch.</p>
 <div id="batches"></div>
 <h2>Expectation results per batch</h2>
 <div id="validations"></div>
