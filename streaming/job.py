@@ -147,7 +147,6 @@ class ParquetSink:
 
     def __call__(self, df, batch_id: int) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from streaming.schemas import KIND_COLUMNS, OUTPUT_KINDS, arrow_schema
 
@@ -164,15 +163,7 @@ class ParquetSink:
             cols = list(KIND_COLUMNS[kind])
             sort_by = [c for c in ("topic", "partition", "seq", "idx", "replica") if c in cols]
             part = part[cols].sort_values(sort_by, kind="stable").reset_index(drop=True)
-            table = pa.Table.from_pandas(part, schema=arrow_schema(kind), preserve_index=False)
-            tmp = target.with_name(f".{target.name}.tmp")
-            if tmp.exists():
-                shutil.rmtree(tmp)
-            tmp.mkdir(parents=True)
-            pq.write_table(table, tmp / "part-0.parquet")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
+            write_batch_dir(target, pa.Table.from_pandas(part, schema=arrow_schema(kind), preserve_index=False))
         if self.validate:
             self._validate(pdf, batch_id)
         touched = pdf[pdf["kind"] != "quarantine"][["topic", "partition"]].drop_duplicates()
@@ -199,14 +190,20 @@ VALIDATION_COLUMNS = ("invariant", "expectation", "frame", "success", "unexpecte
 def write_validations(output_dir: Path, batch_id: int, rows: list[dict]) -> None:
     """``OUTPUT/validations/batch_id=N/part-0.parquet``: one row per expectation, replaced on replay."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     schema = pa.schema([("invariant", pa.string()), ("expectation", pa.string()), ("frame", pa.string()),
                         ("success", pa.bool_()), ("unexpected_count", pa.int64()), ("partitions", pa.list_(pa.string())),
                         ("docs", pa.string())])
     rows = sorted(rows, key=lambda r: (r["frame"] or "", r["invariant"] or "", r["expectation"]))
     table = pa.Table.from_pylist([{k: r[k] for k in VALIDATION_COLUMNS} for r in rows], schema=schema)
-    target = output_dir / "validations" / f"batch_id={batch_id}"
+    write_batch_dir(output_dir / "validations" / f"batch_id={batch_id}", table)
+
+
+def write_batch_dir(target: Path, table) -> None:
+    """Replace ``target`` with a directory holding ``part-0.parquet``: written aside, then
+    swapped in, so a replayed batch replaces its output and a reader never sees half of it."""
+    import pyarrow.parquet as pq
+
     tmp = target.with_name(f".{target.name}.tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
