@@ -70,6 +70,22 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--output", default="dashboard", metavar="DIR", help="directory for dashboard.html (default ./dashboard)")
     dash.add_argument("--partition", default=None, metavar="TOPIC/P", help="partition (or scenario) whose timeline opens first")
 
+    camp = sub.add_parser("campaign", help="run a seeded fault-injection campaign over generated partitions")
+    camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",))
+    camp.add_argument("--partitions", type=_positive, required=True, metavar="N")
+    camp.add_argument("--seed", type=int, required=True, metavar="S")
+    camp.add_argument("--profile", required=True, help="a profile of conf/workloads.yaml: clean, hard, unclean")
+    camp.add_argument("--engine", choices=("spark", "local"), default="spark", help="spark (default) or the core alone")
+    camp.add_argument("--out", default="out/campaigns", metavar="DIR", help="where example scenario files go")
+    camp.add_argument("--json", action="store_true")
+
+    shr = sub.add_parser("shrink", help="minimise a scenario that breaks an invariant")
+    shr.add_argument("file", nargs="?", metavar="FILE")
+    shr.add_argument("--from-campaign", metavar="SEED/PROFILE/PARTITION", help="shrink a generated partition")
+    shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES)
+    shr.add_argument("--invariant", required=True)
+    shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input / out/shrunk)")
+
     res = sub.add_parser("results", help="read a stream's outputs back as result objects")
     res.add_argument("output", metavar="OUTPUT_DIR")
     res.add_argument("--json", action="store_true")
@@ -156,6 +172,72 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from .campaign import describe_campaign, run_campaign
+    from .workload import load_profiles
+
+    profiles = load_profiles()
+    if args.profile not in profiles:
+        print(f"replemu: error: unknown profile {args.profile!r} (known: {', '.join(profiles)})", file=sys.stderr)
+        return EXIT_INVALID
+    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    header = describe_campaign(args.seed, profiles[args.profile], args.partitions, protocols, args.engine)
+    print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
+    report = run_campaign(args.seed, args.profile, args.partitions, protocols, args.out, engine=args.engine)
+    if args.json:
+        print(dumps(report))
+        return EXIT_OK
+    for protocol, r in report["protocols"].items():
+        found = ", ".join(f"{k} {v}" for k, v in r["violations"].items()) or "no invariant violated"
+        print(f"{protocol:7} {r['partitions']} partitions, {r['steps']} steps: {found}")
+        for e in r["examples"]:
+            print(f"        {e['invariant']} at step {e['step']} of partition {e['partition']}: "
+                  f"replemu run {e['scenario_file']} --protocol {protocol}")
+    return EXIT_OK
+
+
+def cmd_shrink(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .campaign import scenario_document, shrink, write_scenario
+    from .invariants import INVARIANT_NAMES
+    from .workload import generate_scenario, load_profiles
+
+    if args.invariant not in INVARIANT_NAMES:
+        print(f"replemu: error: unknown invariant {args.invariant!r} (known: {', '.join(INVARIANT_NAMES)})", file=sys.stderr)
+        return EXIT_INVALID
+    if (args.file is None) == (args.from_campaign is None):
+        print("replemu: error: give a scenario FILE or --from-campaign SEED/PROFILE/PARTITION", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        if args.file:
+            scenario = load_scenario(args.file)
+            target = Path(args.out or Path(args.file).with_name(f"{Path(args.file).stem}-shrunk.yaml"))
+        else:
+            seed, profile, partition = args.from_campaign.split("/")
+            scenario = generate_scenario(int(seed), int(partition), load_profiles()[profile])
+            target = Path(args.out or f"out/shrunk/campaign-{seed}-{profile}-p{partition}-{args.protocol}-{args.invariant}.yaml")
+    except ScenarioError as exc:
+        print(f"replemu: invalid scenario: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except (ValueError, KeyError) as exc:
+        print(f"replemu: error: --from-campaign wants SEED/PROFILE/PARTITION: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        small = shrink(scenario, args.protocol, args.invariant, log=lambda m: print(m, file=sys.stderr))
+    except ValueError as exc:
+        print(f"replemu: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    doc = scenario_document(
+        small, f"{args.invariant} under {args.protocol}, shrunk from {scenario.source} ({len(scenario.steps)} steps)",
+        expect={args.protocol: {"violations": [args.invariant]}},
+    )
+    doc["name"] = f"{scenario.name}-shrunk"
+    write_scenario(doc, target)
+    print(f"{len(scenario.steps)} -> {len(small.steps)} steps; wrote {target}; replay: replemu run {target} --protocol {args.protocol}")
+    return EXIT_OK
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     from streaming.results import ResultsError, read_results, summary_text
 
@@ -222,7 +304,7 @@ def _print_human(scenario, result, summary: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results,
-                "dashboard": cmd_dashboard}
+                "dashboard": cmd_dashboard, "campaign": cmd_campaign, "shrink": cmd_shrink}
     return commands[args.command](args)
 
 

@@ -1,0 +1,221 @@
+"""Fault-injection campaigns over many generated partitions, and counterexample shrinking.
+
+``run_campaign`` generates one scenario per partition from a root seed and a profile
+(``emulator.workload``), replays each under every requested variant (the core in this process;
+``streaming.campaign`` runs the same on Spark), counts the violated invariants and writes the
+first findings as contract scenario files that ``replemu run`` replays to the same violation.
+
+``shrink`` minimises a failing scenario: delta debugging over its steps (ddmin, then single-step
+removal to a fixpoint), then step-argument simplification, keeping the named invariant broken
+under the given variant.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import yaml
+
+from .invariants import VERDICT_INVARIANTS
+from .run import run_scenario
+from .scenario import Scenario, parse_scenario, step_to_dict
+from .workload import Profile, generate_partition, load_profiles
+
+MAX_EXAMPLES = 3
+
+
+def _write_scenario(data: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120))
+    return path
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal, or when forced)."""
+
+    def __init__(self, total: int, label: str, enabled: bool | None = None, out=sys.stderr) -> None:
+        self.total, self.label, self.out = max(total, 1), label, out
+        self.enabled = out.isatty() if enabled is None else enabled
+        self.done = 0
+
+    def step(self, n: int = 1) -> None:
+        self.done += n
+        if self.enabled and (self.done == self.total or self.done % max(1, self.total // 100) == 0):
+            width = 30
+            filled = width * self.done // self.total
+            self.out.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}")
+            if self.done >= self.total:
+                self.out.write("\n")
+            self.out.flush()
+
+
+def describe_campaign(seed: int, profile: Profile, partitions: int, protocols: list[str], engine: str) -> list[str]:
+    """Every parameter the campaign draws from, printed before it runs."""
+    rates = ", ".join(f"{k}={v:g}" for k, v in profile.rates.items())
+    return [
+        f"campaign seed {seed}  profile {profile.name} ({profile.description})",
+        f"  partitions {partitions}  protocols {','.join(protocols)}  engine {engine}",
+        f"  per partition k: streams replemu/{seed}/k/workload, /faults, /scheduling",
+        f"  replicas {profile.replicas[0]}-{profile.replicas[1]}  steps {profile.steps[0]}-{profile.steps[1]}  "
+        f"min.isr {list(profile.min_insync_replicas)}  acks {list(profile.acks)}  unclean {profile.unclean:g}  "
+        f"explicit hw checkpoint {profile.explicit_hw_checkpoint:g}  explicit flush {profile.explicit_log_flush:g}",
+        f"  rates {rates}",
+    ]
+
+
+def tally(results: Iterable[tuple[int, dict]], protocol: str, scenario_of: Callable[[int], dict], out_dir: Path,
+          seed: int, profile: str) -> dict[str, Any]:
+    """Count violations over ``(partition, result)`` pairs; write the first findings as scenarios."""
+    partitions = steps = 0
+    violations: dict[str, int] = {}
+    first: dict[str, tuple[int, int]] = {}  # invariant -> (partition, step) of its first finding
+    for k, result in results:
+        partitions += 1
+        steps += result["steps"]
+        for v in result["violations"]:
+            violations[v["invariant"]] = violations.get(v["invariant"], 0) + 1
+            first.setdefault(v["invariant"], (k, v["step"]))
+    # The verdict invariants (LOSS, SISR, DIV) first, then the others, one example each.
+    chosen = sorted(first.items(), key=lambda kv: (kv[0] not in VERDICT_INVARIANTS, VERDICT_INVARIANTS.index(kv[0])
+                                                     if kv[0] in VERDICT_INVARIANTS else 0, kv[1][0]))[:MAX_EXAMPLES]
+    examples = []
+    for invariant, (k, step) in chosen:
+        path = _write_scenario(scenario_of(k), out_dir / f"campaign-{seed}-{profile}-p{k}.yaml")
+        examples.append({"partition": k, "invariant": invariant, "step": step, "scenario_file": str(path)})
+    ordered = dict(sorted(violations.items(), key=lambda kv: (-kv[1], kv[0])))
+    return {"partitions": partitions, "steps": steps, "violations": ordered, "examples": examples}
+
+
+def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[str], out_dir: str | Path,
+                 engine: str = "local", progress: bool | None = None, profiles_path: str | Path | None = None,
+                 spark=None) -> dict[str, Any]:
+    profiles = load_profiles(profiles_path) if profiles_path else load_profiles()
+    if profile_name not in profiles:
+        raise KeyError(f"unknown profile {profile_name!r} (known: {', '.join(profiles)})")
+    profile = profiles[profile_name]
+    out = Path(out_dir)
+    bar = Progress(partitions, "generating", enabled=progress)
+    scenarios_data = []
+    for k in range(partitions):
+        scenarios_data.append(generate_partition(seed, k, profile))
+        bar.step()
+    report: dict[str, Any] = {"seed": seed, "profile": profile_name, "protocols": {}}
+    if engine == "spark":
+        from streaming.campaign import stream_campaign
+
+        per_protocol = stream_campaign(scenarios_data, protocols, out / "stream", spark=spark, progress=progress)
+        for protocol in protocols:
+            report["protocols"][protocol] = tally(per_protocol[protocol], protocol, scenarios_data.__getitem__, out,
+                                                  seed, profile_name)
+        return report
+    scenarios = [parse_scenario(d, source=f"campaign {seed}/{profile_name}/{k}") for k, d in enumerate(scenarios_data)]
+    for protocol in protocols:
+        bar = Progress(partitions, f"{protocol:7}", enabled=progress)
+
+        def results(protocol=protocol, bar=bar):
+            for k, s in enumerate(scenarios):
+                r = run_scenario(s, protocol)
+                bar.step()
+                yield k, r
+
+        report["protocols"][protocol] = tally(results(), protocol, scenarios_data.__getitem__, out, seed, profile_name)
+    return report
+
+
+# -- shrinking ------------------------------------------------------------------------------
+
+def breaks(scenario: Scenario, protocol: str, invariant: str) -> bool:
+    return any(v["invariant"] == invariant for v in run_scenario(scenario, protocol)["violations"])
+
+
+def _with_steps(base: Scenario, steps) -> Scenario:
+    return Scenario(name=base.name, replicas=base.replicas, steps=tuple(steps), config=base.config,
+                    description=base.description, topic=base.topic, partition=base.partition,
+                    topic_named=base.topic_named)
+
+
+def ddmin(items: list, test: Callable[[list], bool]) -> list:
+    """Zeller's delta debugging: a 1-minimal sublist for which ``test`` still holds."""
+    n = 2
+    while len(items) >= 2:
+        size = -(-len(items) // n)
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        for i, chunk in enumerate(chunks):
+            if test(chunk):
+                items, n = chunk, 2
+                break
+            complement = [x for j, c in enumerate(chunks) if j != i for x in c]
+            if test(complement):
+                items, n = complement, max(n - 1, 2)
+                break
+        else:
+            if n >= len(items):
+                break
+            n = min(len(items), n * 2)
+    return items
+
+
+def _simplifications(step) -> list:
+    d = step_to_dict(step)
+    (kind, args), = d.items()
+    out = []
+    for key in ("to", "max_records", "acks", "unclean", "epoch"):
+        if key in args:
+            out.append({kind: {k: v for k, v in args.items() if k != key}})
+    if args.get("response") == "lost":
+        out.append({kind: {**args, "response": "delivered"}})
+    if args.get("mode") == "power":
+        out.append({kind: {**args, "mode": "process"}})
+    if "values" in args:
+        out.append({kind: {**{k: v for k, v in args.items() if k != "values"}, "value": args["values"][0]}})
+    return out
+
+
+def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None) -> Scenario:
+    """The smallest scenario found that still breaks ``invariant`` under ``protocol``."""
+    if not breaks(scenario, protocol, invariant):
+        raise ValueError(f"{scenario.name} does not break {invariant} under {protocol}")
+    test = lambda steps: breaks(_with_steps(scenario, steps), protocol, invariant)  # noqa: E731
+    steps = ddmin(list(scenario.steps), test)
+    log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
+    changed = True
+    while changed:  # single-step removal and argument simplification to a fixpoint
+        changed = False
+        for i in range(len(steps)):
+            candidate = steps[:i] + steps[i + 1:]
+            if candidate and test(candidate):
+                steps, changed = candidate, True
+                break
+        if changed:
+            continue
+        for i, step in enumerate(steps):
+            for simpler in _simplifications(step):
+                candidate_step = parse_scenario({"name": "x", "replicas": list(scenario.replicas), "steps": [simpler]}).steps[0]
+                candidate = steps[:i] + [candidate_step] + steps[i + 1:]
+                if test(candidate):
+                    steps, changed = candidate, True
+                    break
+            if changed:
+                break
+    log(f"simplified: {len(steps)} steps")
+    return _with_steps(scenario, steps)
+
+
+def scenario_document(s: Scenario, description: str, expect: dict | None = None) -> dict[str, Any]:
+    c = s.config
+    doc: dict[str, Any] = {
+        "name": s.name, "description": description, "replicas": list(s.replicas),
+        "config": {"min_insync_replicas": c.min_insync_replicas, "unclean_leader_election": c.unclean_leader_election,
+                   "acks": c.acks if c.acks == "all" else int(c.acks), "hw_checkpoint": c.hw_checkpoint,
+                   "log_flush": c.log_flush, "replica_lag_time_max_ms": c.replica_lag_time_max_ms},
+        "steps": [step_to_dict(step) for step in s.steps],
+    }
+    if expect:
+        doc["expect"] = expect
+    return doc
+
+
+def write_scenario(doc: dict, path: str | Path) -> Path:
+    return _write_scenario(doc, Path(path))

@@ -1,0 +1,162 @@
+"""Seeded workload and fault generator: one contract scenario per partition.
+
+One root seed; every partition ``k`` draws from three independent streams derived from it,
+``replemu/<seed>/<k>/workload`` (replica count, config, produces), ``…/faults`` (crashes, power
+losses, lost responses, ISR shrinks) and ``…/scheduling`` (who fetches, which replicas hear a
+LeaderAndIsr late and when), so adding draws to one concern never shifts another.  Rates and
+budgets come from a profile in ``conf/workloads.yaml``.
+
+The controller reacts as Kafka's does: a crashed broker is removed from the ISR
+(``controller_remove``) and, if the partition lost its leader, a new one is elected from the live
+ISR in assignment order (``elect`` without arguments: the core applies the rule, unclean only
+when the profile allows it); fast elections deliver LeaderAndIsr to some replicas only, the
+others process it some steps later; a restarted broker processes the current LeaderAndIsr
+(maybe late).  A shadow replay (kip320) tells the generator who leads and who follows; the
+generated steps are the same for every variant.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .partition import Partition
+from .scenario import Scenario, ScenarioError, _parse_step, parse_scenario
+from .variants import VARIANTS
+
+DEFAULT_PROFILES = Path(__file__).resolve().parent.parent / "conf" / "workloads.yaml"
+RATE_KEYS = ("produce", "fetch", "lost_response", "crash", "power", "restart", "fast_election",
+             "late_leader_and_isr", "shrink_isr", "checkpoint_hw", "flush")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    replicas: tuple[int, int]
+    steps: tuple[int, int]
+    min_insync_replicas: tuple[int, ...]
+    acks: tuple[str, ...]
+    unclean: float
+    explicit_hw_checkpoint: float
+    explicit_log_flush: float
+    rates: dict[str, float]
+
+
+def load_profiles(path: str | Path = DEFAULT_PROFILES) -> dict[str, Profile]:
+    data = yaml.safe_load(Path(path).read_text())
+    profiles = {}
+    for name, p in data.items():
+        unknown = set(p.get("rates", {})) - set(RATE_KEYS)
+        if unknown:
+            raise ScenarioError(f"{path}: profile {name}: unknown rate {sorted(unknown)[0]!r}")
+        profiles[name] = Profile(
+            name=name, description=p.get("description", ""), replicas=tuple(p["replicas"]), steps=tuple(p["steps"]),
+            min_insync_replicas=tuple(p["min_insync_replicas"]), acks=tuple(str(a) for a in p["acks"]),
+            unclean=float(p["unclean"]), explicit_hw_checkpoint=float(p["explicit_hw_checkpoint"]),
+            explicit_log_flush=float(p["explicit_log_flush"]), rates={k: float(p["rates"].get(k, 0.0)) for k in RATE_KEYS},
+        )
+    return profiles
+
+
+def streams(seed: int, partition: int) -> dict[str, random.Random]:
+    return {s: random.Random(f"replemu/{seed}/{partition}/{s}") for s in ("workload", "faults", "scheduling")}
+
+
+def generate_partition(seed: int, partition: int, profile: Profile) -> dict[str, Any]:
+    """The scenario (contract YAML form) of partition ``partition`` of a campaign."""
+    rng = streams(seed, partition)
+    w, f, s = rng["workload"], rng["faults"], rng["scheduling"]
+    n = w.randint(*profile.replicas)
+    replicas = list(range(1, n + 1))
+    config = {
+        "min_insync_replicas": w.choice([m for m in profile.min_insync_replicas if m <= n] or [1]),
+        "unclean_leader_election": w.random() < profile.unclean,
+        "acks": w.choice(profile.acks),
+        "hw_checkpoint": "explicit" if w.random() < profile.explicit_hw_checkpoint else "every_step",
+        "log_flush": "explicit" if w.random() < profile.explicit_log_flush else "every_step",
+    }
+    if config["acks"] != "all":
+        config["acks"] = int(config["acks"])
+    length = w.randint(*profile.steps)
+    shadow = Partition(tuple(replicas), parse_scenario({"name": "x", "replicas": replicas, "config": config, "steps": []}).config,
+                       VARIANTS["kip320"])
+    steps: list[dict] = []
+    late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
+    r = profile.rates
+    produced = 0
+
+    def emit(step: dict) -> None:
+        steps.append(step)
+        shadow.apply(_parse_step("generator", len(steps), step, tuple(replicas)))
+
+    emit({"elect": {}})
+    while len(steps) < length:
+        for rid, due in sorted(late.items()):
+            if due <= len(steps) and shadow.replicas[rid].alive:
+                emit({"leader_and_isr": {"replica": rid}})
+                del late[rid]
+        alive = [x for x in replicas if shadow.replicas[x].alive]
+        dead = [x for x in replicas if not shadow.replicas[x].alive]
+        followers = [x for x in alive if shadow.replicas[x].role == "follower"]
+        roll = f.random()
+        if roll < r["crash"] and len(alive) > 1:
+            victim = f.choice(alive)
+            mode = "power" if f.random() < r["power"] else "process"
+            emit({"crash": {"replica": victim, "mode": mode}})
+            emit({"controller_remove": {"replica": victim}})  # the controller notices the broker died
+            if shadow.controller.leader is None:
+                emit({"elect": {}})
+            continue
+        if dead and roll < r["crash"] + r["crash"] * r["restart"] * 2:
+            back = s.choice(dead)
+            emit({"restart": {"replica": back}})
+            if s.random() < r["late_leader_and_isr"]:
+                late[back] = len(steps) + s.randint(1, 6)
+            else:
+                emit({"leader_and_isr": {"replica": back}})
+            continue
+        roll = w.random()
+        if roll < r["fast_election"] and len(alive) > 1:
+            hear_now = [x for x in alive if s.random() >= r["late_leader_and_isr"]]
+            emit({"elect": {"to": hear_now}})
+            for x in alive:
+                if x not in hear_now:
+                    late[x] = len(steps) + s.randint(1, 6)
+            continue
+        if roll < r["fast_election"] + r["shrink_isr"] and followers:
+            emit({"shrink_isr": {"replica": f.choice(followers)}})
+            continue
+        if config["hw_checkpoint"] == "explicit" and roll < r["fast_election"] + r["shrink_isr"] + r["checkpoint_hw"]:
+            emit({"checkpoint_hw": {"replica": s.choice(alive)}})
+            continue
+        if config["log_flush"] == "explicit" and w.random() < r["flush"]:
+            emit({"flush": {"replica": s.choice(alive)}})
+            continue
+        if w.random() < r["produce"] / (r["produce"] + r["fetch"]) or not followers:
+            count = w.randint(1, 2)
+            values = [f"v{produced + i}" for i in range(count)]
+            produced += count
+            emit({"produce": {"values": values} if count > 1 else {"value": values[0]}})
+        else:
+            fetch: dict[str, Any] = {"replica": s.choice(followers)}
+            if f.random() < r["lost_response"]:
+                fetch["response"] = "lost"
+            emit({"fetch": fetch})
+    return {
+        "name": f"campaign-{seed}-{profile.name}-p{partition}",
+        "description": f"replemu campaign seed {seed}, profile {profile.name}, partition {partition}",
+        "topic": f"campaign-{seed}-{profile.name}",
+        "partition": partition,
+        "replicas": replicas,
+        "config": config,
+        "steps": steps,
+    }
+
+
+def generate_scenario(seed: int, partition: int, profile: Profile) -> Scenario:
+    return parse_scenario(generate_partition(seed, partition, profile), source=f"campaign {seed}/{profile.name}/{partition}")
