@@ -45,7 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
 
     stream = sub.add_parser("stream", help="run the Spark Structured Streaming job")
-    stream.add_argument("--input", required=True, metavar="DIR")
+    stream.add_argument("--input", metavar="DIR", help="event files (or use --workload)")
+    stream.add_argument("--workload", metavar="PROFILE", help="generated events of a conf/workloads.yaml profile, no input files")
+    stream.add_argument("--partitions", type=_positive, metavar="N", help="with --workload: generated partitions")
+    stream.add_argument("--seed", type=int, metavar="S", help="with --workload: the root seed")
+    stream.add_argument("--steps-per-batch", type=_positive, default=20, metavar="K", help="with --workload: steps of every partition per micro-batch")
+    stream.add_argument("--max-steps", type=_positive, metavar="M", help="with --workload: stop after M steps per partition (needed by available-now)")
     stream.add_argument("--output", required=True, metavar="DIR")
     stream.add_argument("--checkpoint", required=True, metavar="DIR")
     stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES + ("all",),
@@ -123,8 +128,25 @@ def cmd_stream(args: argparse.Namespace) -> int:
     if trigger not in ("available-now", "once") and not trigger.startswith("processing-time="):
         print(f"replemu: error: unknown trigger {trigger!r} (available-now | once | processing-time=5s)", file=sys.stderr)
         return EXIT_INVALID
-    if not Path(args.input).is_dir():
-        print(f"replemu: error: input directory {args.input} does not exist", file=sys.stderr)
+    workload = None
+    if args.workload:
+        from .workload import load_profiles
+
+        if args.input or args.partitions is None or args.seed is None:
+            print("replemu: error: --workload needs --partitions and --seed, and no --input", file=sys.stderr)
+            return EXIT_INVALID
+        if args.workload not in load_profiles():
+            print(f"replemu: error: unknown profile {args.workload!r} (known: {', '.join(load_profiles())})", file=sys.stderr)
+            return EXIT_INVALID
+        if trigger in ("available-now", "once") and args.max_steps is None:
+            print("replemu: error: a workload stream with --trigger available-now/once needs --max-steps", file=sys.stderr)
+            return EXIT_INVALID
+        workload = {"seed": args.seed, "profile": args.workload, "partitions": args.partitions,
+                    "steps_per_batch": args.steps_per_batch, "max_steps": args.max_steps}
+        print(f"workload: seed {args.seed}, profile {args.workload}, {args.partitions} partitions, "
+              f"{args.steps_per_batch} steps per partition per batch, max {args.max_steps or 'unbounded'}", flush=True)
+    elif args.input is None or not Path(args.input).is_dir():
+        print(f"replemu: error: input directory {args.input} does not exist (or give --workload)", file=sys.stderr)
         return EXIT_INVALID
     from streaming.job import build_spark
 
@@ -134,8 +156,8 @@ def cmd_stream(args: argparse.Namespace) -> int:
         for protocol in protocols:
             output = Path(args.output) / protocol if args.protocol == "all" else Path(args.output)
             checkpoint = Path(args.checkpoint) / protocol if args.protocol == "all" else Path(args.checkpoint)
-            print(f"replemu stream: {args.input} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
-            stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger,
+            print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
+            stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
                                max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark,
                                compact_min_records=args.compact_min_records)
             print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,summary,violations,losses,errors,quarantine}}; "

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -67,12 +67,14 @@ def streams(seed: int, partition: int) -> dict[str, random.Random]:
     return {s: random.Random(f"replemu/{seed}/{partition}/{s}") for s in ("workload", "faults", "scheduling")}
 
 
-def generate_partition(seed: int, partition: int, profile: Profile) -> dict[str, Any]:
-    """The scenario (contract YAML form) of partition ``partition`` of a campaign."""
-    rng = streams(seed, partition)
-    w, f, s = rng["workload"], rng["faults"], rng["scheduling"]
+def partition_header(seed: int, partition: int, profile: Profile) -> dict[str, Any]:
+    """Name, key, replicas and config of generated partition ``partition`` (the workload stream's
+    first draws)."""
+    return _draw_header(streams(seed, partition)["workload"], seed, partition, profile)
+
+
+def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) -> dict[str, Any]:
     n = w.randint(*profile.replicas)
-    replicas = list(range(1, n + 1))
     config = {
         "min_insync_replicas": w.choice([m for m in profile.min_insync_replicas if m <= n] or [1]),
         "unclean_leader_election": w.random() < profile.unclean,
@@ -82,23 +84,43 @@ def generate_partition(seed: int, partition: int, profile: Profile) -> dict[str,
     }
     if config["acks"] != "all":
         config["acks"] = int(config["acks"])
-    length = w.randint(*profile.steps)
+    return {
+        "name": f"campaign-{seed}-{profile.name}-p{partition}",
+        "description": f"replemu campaign seed {seed}, profile {profile.name}, partition {partition}",
+        "topic": f"campaign-{seed}-{profile.name}",
+        "partition": partition,
+        "replicas": list(range(1, n + 1)),
+        "config": config,
+        "length": w.randint(*profile.steps),
+    }
+
+
+def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[dict]]:
+    """The partition's endless step sequence, one burst (an action and the controller's reaction)
+    at a time; any prefix of it is the same whoever asks and however far."""
+    rng = streams(seed, partition)
+    w, f, s = rng["workload"], rng["faults"], rng["scheduling"]
+    header = _draw_header(w, seed, partition, profile)  # the workload stream continues after it
+    replicas, config, r = header["replicas"], header["config"], profile.rates
     shadow = Partition(tuple(replicas), parse_scenario({"name": "x", "replicas": replicas, "config": config, "steps": []}).config,
                        VARIANTS["kip320"])
-    steps: list[dict] = []
     late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
-    r = profile.rates
-    produced = 0
+    emitted = produced = 0
 
-    def emit(step: dict) -> None:
-        steps.append(step)
-        shadow.apply(_parse_step("generator", len(steps), step, tuple(replicas)))
+    def emit(step: dict, burst: list) -> None:
+        nonlocal emitted
+        burst.append(step)
+        emitted += 1
+        shadow.apply(_parse_step("generator", emitted, step, tuple(replicas)))
 
-    emit({"elect": {}})
-    while len(steps) < length:
+    first: list[dict] = []
+    emit({"elect": {}}, first)
+    yield first
+    while True:
+        burst: list[dict] = []
         for rid, due in sorted(late.items()):
-            if due <= len(steps) and shadow.replicas[rid].alive:
-                emit({"leader_and_isr": {"replica": rid}})
+            if due <= emitted and shadow.replicas[rid].alive:
+                emit({"leader_and_isr": {"replica": rid}}, burst)
                 del late[rid]
         alive = [x for x in replicas if shadow.replicas[x].alive]
         dead = [x for x in replicas if not shadow.replicas[x].alive]
@@ -107,55 +129,56 @@ def generate_partition(seed: int, partition: int, profile: Profile) -> dict[str,
         if roll < r["crash"] and len(alive) > 1:
             victim = f.choice(alive)
             mode = "power" if f.random() < r["power"] else "process"
-            emit({"crash": {"replica": victim, "mode": mode}})
-            emit({"controller_remove": {"replica": victim}})  # the controller notices the broker died
+            emit({"crash": {"replica": victim, "mode": mode}}, burst)
+            emit({"controller_remove": {"replica": victim}}, burst)  # the controller notices the broker died
             if shadow.controller.leader is None:
-                emit({"elect": {}})
-            continue
-        if dead and roll < r["crash"] + r["crash"] * r["restart"] * 2:
+                emit({"elect": {}}, burst)
+        elif dead and roll < r["crash"] + r["crash"] * r["restart"] * 2:
             back = s.choice(dead)
-            emit({"restart": {"replica": back}})
+            emit({"restart": {"replica": back}}, burst)
             if s.random() < r["late_leader_and_isr"]:
-                late[back] = len(steps) + s.randint(1, 6)
+                late[back] = emitted + s.randint(1, 6)
             else:
-                emit({"leader_and_isr": {"replica": back}})
-            continue
-        roll = w.random()
-        if roll < r["fast_election"] and len(alive) > 1:
-            hear_now = [x for x in alive if s.random() >= r["late_leader_and_isr"]]
-            emit({"elect": {"to": hear_now}})
-            for x in alive:
-                if x not in hear_now:
-                    late[x] = len(steps) + s.randint(1, 6)
-            continue
-        if roll < r["fast_election"] + r["shrink_isr"] and followers:
-            emit({"shrink_isr": {"replica": f.choice(followers)}})
-            continue
-        if config["hw_checkpoint"] == "explicit" and roll < r["fast_election"] + r["shrink_isr"] + r["checkpoint_hw"]:
-            emit({"checkpoint_hw": {"replica": s.choice(alive)}})
-            continue
-        if config["log_flush"] == "explicit" and w.random() < r["flush"]:
-            emit({"flush": {"replica": s.choice(alive)}})
-            continue
-        if w.random() < r["produce"] / (r["produce"] + r["fetch"]) or not followers:
-            count = w.randint(1, 2)
-            values = [f"v{produced + i}" for i in range(count)]
-            produced += count
-            emit({"produce": {"values": values} if count > 1 else {"value": values[0]}})
+                emit({"leader_and_isr": {"replica": back}}, burst)
         else:
-            fetch: dict[str, Any] = {"replica": s.choice(followers)}
-            if f.random() < r["lost_response"]:
-                fetch["response"] = "lost"
-            emit({"fetch": fetch})
-    return {
-        "name": f"campaign-{seed}-{profile.name}-p{partition}",
-        "description": f"replemu campaign seed {seed}, profile {profile.name}, partition {partition}",
-        "topic": f"campaign-{seed}-{profile.name}",
-        "partition": partition,
-        "replicas": replicas,
-        "config": config,
-        "steps": steps,
-    }
+            roll = w.random()
+            if roll < r["fast_election"] and len(alive) > 1:
+                hear_now = [x for x in alive if s.random() >= r["late_leader_and_isr"]]
+                emit({"elect": {"to": hear_now}}, burst)
+                for x in alive:
+                    if x not in hear_now:
+                        late[x] = emitted + s.randint(1, 6)
+            elif roll < r["fast_election"] + r["shrink_isr"] and followers:
+                emit({"shrink_isr": {"replica": f.choice(followers)}}, burst)
+            elif config["hw_checkpoint"] == "explicit" and roll < r["fast_election"] + r["shrink_isr"] + r["checkpoint_hw"]:
+                emit({"checkpoint_hw": {"replica": s.choice(alive)}}, burst)
+            elif config["log_flush"] == "explicit" and w.random() < r["flush"]:
+                emit({"flush": {"replica": s.choice(alive)}}, burst)
+            elif w.random() < r["produce"] / (r["produce"] + r["fetch"]) or not followers:
+                count = w.randint(1, 2)
+                values = [f"v{produced + i}" for i in range(count)]
+                produced += count
+                emit({"produce": {"values": values} if count > 1 else {"value": values[0]}}, burst)
+            else:
+                fetch: dict[str, Any] = {"replica": s.choice(followers)}
+                if f.random() < r["lost_response"]:
+                    fetch["response"] = "lost"
+                emit({"fetch": fetch}, burst)
+        yield burst
+
+
+def generate_partition(seed: int, partition: int, profile: Profile) -> dict[str, Any]:
+    """The scenario (contract YAML form) of partition ``partition`` of a campaign: whole bursts of
+    its step sequence until the profile's drawn length is reached."""
+    doc = partition_header(seed, partition, profile)
+    length = doc.pop("length")
+    steps: list[dict] = []
+    for burst in step_bursts(seed, partition, profile):
+        steps.extend(burst)
+        if len(steps) >= length:
+            break
+    doc["steps"] = steps
+    return doc
 
 
 def generate_scenario(seed: int, partition: int, profile: Profile) -> Scenario:

@@ -222,20 +222,34 @@ def detect_format(input_dir: Path) -> str:
 def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str,
                  trigger: str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
-                 compact_min_records: int | None = None, validate: bool = True):
+                 compact_min_records: int | None = None, validate: bool = True, workload: dict | None = None):
     """Start the query; returns ``(query, sink)``."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from streaming.processor import COMPACT_MIN_RECORDS
     from streaming.schemas import CORRUPT_COLUMN, EVENT_SCHEMA, EVENT_SCHEMA_WITH_CORRUPT, OUTPUT_SCHEMA, STATE_SCHEMA
 
-    input_dir, output_dir = Path(input_dir), Path(output_dir)
+    output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    fmt = fmt or detect_format(input_dir)
     reader = spark.readStream
-    if max_files_per_trigger:
+    if workload is not None:
+        # Generated events (streaming.workload_source): no input files.
+        from pyspark.sql.functions import lit
+
+        from streaming.workload_source import register
+
+        register(spark)
+        fmt = "workload"
+        events = (reader.format("replemu_workload").options(**{k: str(v) for k, v in workload.items() if v is not None})
+                  .load().withColumn(CORRUPT_COLUMN, lit(None).cast("string")))
+    else:
+        input_dir = Path(input_dir)
+        fmt = fmt or detect_format(input_dir)
+    if max_files_per_trigger and workload is None:
         reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    if fmt == "parquet":
+    if workload is not None:
+        pass
+    elif fmt == "parquet":
         events = reader.schema(EVENT_SCHEMA).parquet(str(input_dir))
         from pyspark.sql.functions import lit
 
@@ -262,7 +276,8 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
         writer = writer.trigger(processingTime=spark_interval(trigger.split("=", 1)[1]))
     else:
         raise ValueError(f"unknown trigger {trigger!r}")
-    (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "input": str(input_dir), "format": fmt}) + "\n")
+    (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "input": str(input_dir), "format": fmt,
+                                                     "workload": workload}) + "\n")
     return writer.start(), sink
 
 
@@ -277,7 +292,7 @@ def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
 
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
-               compact_min_records=None, validate=True) -> list[BatchStats]:
+               compact_min_records=None, validate=True, workload=None) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time).
 
     Prints one progress line per micro-batch from Spark's query progress and the sink's counts.
@@ -287,7 +302,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
     try:
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
-                                   validate=validate)
+                                   validate=validate, workload=workload)
         printed = set()
 
         def drain() -> None:

@@ -85,3 +85,13 @@ def test_campaign_json_shape(tmp_path):
     assert "campaign seed 1  profile clean" in out.stderr  # parameters printed first
     bad = replemu("campaign", "--partitions", "3", "--seed", "1", "--profile", "nope", "--engine", "local")
     assert bad.returncode == 2 and "unknown profile 'nope'" in bad.stderr
+
+
+def test_step_stream_prefixes_agree_with_the_generated_scenario():
+    from itertools import islice
+
+    from emulator.workload import step_bursts
+
+    doc = generate_partition(3, 5, CLEAN)
+    steps = [s for burst in islice(step_bursts(3, 5, CLEAN), 200) for s in burst]
+    assert steps[:len(doc["steps"])] == doc["steps"]

@@ -1,0 +1,125 @@
+"""A PySpark Python streaming data source of generated events: ``format("replemu_workload")``.
+
+Options: ``seed``, ``profile``, ``partitions`` (N generated partitions), ``steps_per_batch``
+(each micro-batch carries the next S steps of every partition, default 20), ``max_steps``
+(per partition; without it the stream is endless under a processing-time trigger), and
+``profiles`` (path of the profiles file).
+
+Offsets are micro-batch numbers: batch b holds seq ``b*S+1 .. (b+1)*S`` of every partition (batch 0
+also the header rows), computed only from (seed, profile, partition, b), so the same seed gives the
+same events whatever the trigger and however often the query restarts from its checkpoint.  The
+generator is incremental (``emulator.workload.step_bursts``); a worker keeps each partition's
+generator between batches and regenerates the prefix after a worker restart.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, SupportsTriggerAvailableNow
+
+SCHEMA = "topic string, partition int, seq long, type string, args string"
+PARTITIONS_PER_TASK = 64
+
+_GENERATORS: dict[tuple, tuple[Iterator, list]] = {}  # per worker process: (seed, profile, k) -> (bursts, steps)
+
+
+def _steps(seed: int, profile_name: str, profiles_path: str | None, k: int, upto: int) -> list[dict]:
+    from emulator.workload import load_profiles, step_bursts
+
+    key = (seed, profile_name, profiles_path, k)
+    if key not in _GENERATORS:
+        profile = (load_profiles(profiles_path) if profiles_path else load_profiles())[profile_name]
+        _GENERATORS[key] = (step_bursts(seed, k, profile), [])
+    bursts, steps = _GENERATORS[key]
+    while len(steps) < upto:
+        steps.extend(next(bursts))
+    return steps[:upto]
+
+
+class WorkloadDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "replemu_workload"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema) -> "WorkloadStreamReader":
+        return WorkloadStreamReader(self.options)
+
+
+class WorkloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.seed = int(options["seed"])
+        self.profile = options["profile"]
+        self.partitions_n = int(options["partitions"])
+        self.steps_per_batch = int(options.get("steps_per_batch", 20))
+        self.max_steps = int(options["max_steps"]) if options.get("max_steps") else None
+        self.profiles_path = options.get("profiles") or None
+        self.target: int | None = None
+
+    def _last_batch(self) -> int | None:
+        if self.max_steps is None:
+            return None
+        return -(-self.max_steps // self.steps_per_batch)
+
+    def initialOffset(self) -> dict:
+        return {"batch": 0}
+
+    def getDefaultReadLimit(self):
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        last = self._last_batch()
+        if last is None:
+            raise ValueError("an available-now run of a workload stream needs max_steps (--max-steps)")
+        self.target = last
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        """One more micro-batch per call, up to ``max_steps`` (or the available-now target)."""
+        nxt = start["batch"] + 1
+        cap = self.target if self.target is not None else self._last_batch()
+        return {"batch": nxt if cap is None or nxt <= cap else start["batch"]}
+
+    def reportLatestOffset(self):
+        last = self._last_batch()
+        return None if last is None else {"batch": last}
+
+    def partitions(self, start: dict, end: dict):
+        out = []
+        for b in range(start["batch"], end["batch"]):
+            for k0 in range(0, self.partitions_n, PARTITIONS_PER_TASK):
+                out.append(InputPartition(json.dumps([b, k0, min(k0 + PARTITIONS_PER_TASK, self.partitions_n)])))
+        return out
+
+    def read(self, partition) -> Iterator[tuple]:
+        from emulator.workload import load_profiles, partition_header
+
+        b, k0, k1 = json.loads(partition.value)
+        profile = (load_profiles(self.profiles_path) if self.profiles_path else load_profiles())[self.profile]
+        first, last = b * self.steps_per_batch + 1, (b + 1) * self.steps_per_batch
+        if self.max_steps is not None:
+            last = min(last, self.max_steps)
+        for k in range(k0, k1):
+            header = partition_header(self.seed, k, profile)
+            topic = header["topic"]
+            if b == 0:
+                args = {"scenario": header["name"], "replicas": header["replicas"], "config": header["config"]}
+                yield (topic, k, 0, "partition", json.dumps(args))
+            steps = _steps(self.seed, self.profile, self.profiles_path, k, last)
+            for seq in range(first, last + 1):
+                (kind, args), = steps[seq - 1].items()
+                yield (topic, k, seq, kind, json.dumps(args))
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+def register(spark) -> None:
+    spark.dataSource.register(WorkloadDataSource)
+
+
+
