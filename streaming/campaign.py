@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,11 @@ def stream_campaign(scenarios_data: list[dict], protocols: list[str], work_dir: 
     out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     try:
         for protocol in protocols:
+            show = sys.stderr.isatty() if progress is None else progress
+            if show:
+                print(f"{protocol}: streaming {len(scenarios_data)} partitions in {batches} micro-batches", file=sys.stderr, flush=True)
             run_stream(work_dir / "events", work_dir / protocol, work_dir / f"checkpoint-{protocol}", protocol,
-                       max_files_per_trigger=1, spark=spark, quiet=not progress, validate=False)
+                       max_files_per_trigger=1, spark=spark, quiet=not show, validate=False, out=sys.stderr)
             out[protocol] = sorted(((index[r["scenario"]], r) for r in read_results(work_dir / protocol)), key=lambda kr: kr[0])
     finally:
         if own:
