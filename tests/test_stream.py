@@ -149,3 +149,15 @@ def test_workload_stream_is_deterministic_across_restarts_and_matches_the_core(s
         got = results[expected["scenario"]]
         assert got["final"] == expected["final"] and got["errors"] == expected["errors"]
         assert [v["invariant"] for v in got["violations"]] == [v["invariant"] for v in expected["violations"]]
+
+
+def test_campaign_on_spark_finds_what_the_local_engine_finds(spark, tmp_path):
+    from emulator.campaign import run_campaign
+
+    local = run_campaign(1, "clean", 60, ["hw", "kip320"], tmp_path / "local", engine="local", progress=False)
+    streamed = run_campaign(1, "clean", 60, ["hw", "kip320"], tmp_path / "spark", engine="spark", progress=False, spark=spark)
+    for report in (local, streamed):
+        for r in report["protocols"].values():
+            for e in r["examples"]:
+                e["scenario_file"] = Path(e["scenario_file"]).name
+    assert streamed == local
