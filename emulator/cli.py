@@ -37,6 +37,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", action="store_true", help="add a per-step trace to the JSON")
     run.add_argument("--check", action="store_true", help="compare with each file's expect block; exit 1 on disagreement")
     run.add_argument("--summary", action="store_true", help="human output: verdict lines and the matrix only")
+    run.add_argument("--from-dirs", nargs="+", metavar="DIR", help="start from Kafka replica directories (replemu export / real brokers)")
+
+    exp = sub.add_parser("export", help="write a result's replicas as Kafka log directories")
+    exp.add_argument("result", metavar="RESULT.json")
+    exp.add_argument("--to", required=True, metavar="DIR")
+
+    ins = sub.add_parser("inspect", help="read Kafka replica directories and find where they diverge")
+    ins.add_argument("dirs", nargs="+", metavar="DIR")
 
     comp = sub.add_parser("compile", help="turn scenario files into event files for the streaming job")
     comp.add_argument("files", nargs="+", metavar="SCENARIO")
@@ -260,6 +268,54 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    import json
+
+    from .kafka_logs import export_result
+
+    try:
+        data = json.loads(open(args.result, encoding="utf-8").read())
+    except (OSError, ValueError) as exc:
+        print(f"replemu: error: {args.result}: not a readable result JSON file ({exc})", file=sys.stderr)
+        return EXIT_INVALID
+    results = data if isinstance(data, list) else [data]
+    if not all(isinstance(r, dict) and r.get("format") == 1 and "final" in r for r in results):
+        print(f"replemu: error: {args.result}: not a replemu result (format 1)", file=sys.stderr)
+        return EXIT_INVALID
+    from pathlib import Path
+
+    for r in results:
+        target = Path(args.to) if len(results) == 1 else Path(args.to) / f"{r['scenario']}-{r['protocol']}"
+        for d in export_result(r, target):
+            print(f"wrote {d}")
+    return EXIT_OK
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .kafka_logs import ReplicaDirError, divergence, find_replica_dirs, read_replica_dir, truncation_outcomes
+
+    try:
+        reps = [read_replica_dir(d) for root in args.dirs for d in find_replica_dirs(root)]
+    except ReplicaDirError as exc:
+        print(f"replemu: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    for r in reps:
+        epochs = " ".join(f"({e},{s})" for e, s in r.epoch_cache) or "[]"
+        print(f"broker {r.broker} {r.topic}-{r.partition} ({r.path}): LEO {r.leo}, HW {r.hw}, epochs {epochs}, "
+              f"{len(r.batches)} batches, CRCs ok")
+    for i, a in enumerate(reps):
+        for b in reps[i + 1:]:
+            d = divergence(a, b)
+            where = (f"diverge at offset {d['offset']}: broker {a.broker} has epoch {d['epochs'][0]} ({d['values'][0]!r}), "
+                     f"broker {b.broker} epoch {d['epochs'][1]} ({d['values'][1]!r})") if d else "agree on their common prefix"
+            print(f"brokers {a.broker} and {b.broker} {where}")
+            for leader, follower in ((a, b), (b, a)):
+                outcome = truncation_outcomes(leader, follower)
+                told = ", ".join(f"{v}: {'keeps' if n == follower.leo else 'truncates to'} {n}" for v, n in outcome.items())
+                print(f"  if {leader.broker} leads, follower {follower.broker} (LEO {follower.leo}) -> {told}")
+    return EXIT_OK
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     from streaming.results import ResultsError, read_results, summary_text
 
@@ -277,15 +333,27 @@ def cmd_results(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         scenarios = [load_scenario(path) for path in args.files]  # validate everything first
+        if args.from_dirs or any(s.initial_state for s in scenarios):
+            from .kafka_logs import ReplicaDirError, load_initial_state
+            from .partition import Partition
+            from .variants import VARIANTS
+
+            for s in scenarios:
+                dirs = args.from_dirs or ([s.initial_state] if s.initial_state else None)
+                if dirs:
+                    load_initial_state(Partition(s.replicas, s.config, VARIANTS["kip320"]), dirs)
     except ScenarioError as exc:
         print(f"replemu: invalid scenario: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except ValueError as exc:  # ReplicaDirError
+        print(f"replemu: invalid initial state: {exc}", file=sys.stderr)
         return EXIT_INVALID
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     human = not args.json
     results, failures = [], []
     for scenario in scenarios:
         for protocol in protocols:
-            result = run_scenario(scenario, protocol, trace=args.trace or (human and not args.summary))
+            result = run_scenario(scenario, protocol, trace=args.trace or (human and not args.summary), initial_dirs=args.from_dirs)
             if human:
                 _print_human(scenario, result, args.summary)
             if args.check:
@@ -326,7 +394,8 @@ def _print_human(scenario, result, summary: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results,
-                "dashboard": cmd_dashboard, "campaign": cmd_campaign, "shrink": cmd_shrink}
+                "dashboard": cmd_dashboard, "campaign": cmd_campaign, "shrink": cmd_shrink, "export": cmd_export,
+                "inspect": cmd_inspect}
     return commands[args.command](args)
 
 

@@ -46,9 +46,18 @@ def state_snapshot(p: Partition) -> dict[str, Any]:
     }
 
 
-def run_scenario(scenario: Scenario, protocol: str, trace: bool = False) -> dict[str, Any]:
-    """Replay every step of ``scenario`` under ``protocol``; return the result object."""
+def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, initial_dirs: list[str] | None = None) -> dict[str, Any]:
+    """Replay every step of ``scenario`` under ``protocol``; return the result object.
+
+    ``initial_dirs`` (or the scenario's ``initial_state``) are Kafka replica directories the
+    replicas start from instead of empty logs.
+    """
     partition = Partition(scenario.replicas, scenario.config, VARIANTS[protocol])
+    dirs = initial_dirs or ([scenario.initial_state] if scenario.initial_state else None)
+    if dirs:
+        from .kafka_logs import load_initial_state
+
+        load_initial_state(partition, dirs)
     steps_trace = []
     for step in scenario.steps:
         outcome = partition.apply(step)

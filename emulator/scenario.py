@@ -185,6 +185,7 @@ class Scenario:
     expect: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = "<memory>"
     topic_named: bool = False  # the file has a ``topic`` key (the stream keys partitions by it)
+    initial_state: str | None = None  # Kafka replica directories to start from (resolved path)
 
 
 # -- validation ---------------------------------------------------------------------------
@@ -270,7 +271,7 @@ _CONFIG_KEYS = (
     "min_insync_replicas", "unclean_leader_election", "acks", "hw_checkpoint", "log_flush",
     "replica_lag_time_max_ms",
 )
-_TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "config", "steps", "expect")
+_TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "config", "steps", "expect", "initial_state")
 EXPECT_KEYS = ("violations", "losses", "replicas", "controller")
 
 
@@ -417,7 +418,19 @@ def parse_scenario(data: Any, source: str = "<memory>") -> Scenario:
         expect=expect,
         source=source,
         topic_named="topic" in data,
+        initial_state=_initial_state(top, source),
     )
+
+
+def _initial_state(top: _Reader, source: str) -> str | None:
+    value = top.get("initial_state", _is_str, "a directory path (string)")
+    if value is None:
+        return None
+    base = Path(source).parent if source not in ("<memory>",) else Path(".")
+    path = (base / value).resolve()
+    if not path.is_dir():
+        top.fail(f"initial_state {value!r} is not a directory ({path})")
+    return str(path)
 
 
 def load_scenario(path: str | Path) -> Scenario:
