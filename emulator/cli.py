@@ -334,7 +334,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         scenarios = [load_scenario(path) for path in args.files]  # validate everything first
         if args.from_dirs or any(s.initial_state for s in scenarios):
-            from .kafka_logs import ReplicaDirError, load_initial_state
+            from .kafka_logs import load_initial_state
             from .partition import Partition
             from .variants import VARIANTS
 

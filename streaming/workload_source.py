@@ -15,7 +15,7 @@ generator between batches and regenerates the prefix after a worker restart.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, SupportsTriggerAvailableNow

@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from emulator import load_scenario
 from emulator.invariants import INVARIANT_NAMES
 from expectations.dashboard import write_dashboard
 from expectations.suites import BatchValidator, build_checks

@@ -6,7 +6,7 @@ import struct
 import pytest
 from kafka.record import MemoryRecords
 
-from emulator import load_scenario, parse_scenario, run_scenario
+from emulator import parse_scenario, run_scenario
 from emulator.kafka_logs import build_batch, divergence, find_replica_dirs, read_replica_dir
 
 from conftest import BUNDLED, replemu
