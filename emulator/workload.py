@@ -48,6 +48,8 @@ class Profile:
 
 
 def load_profiles(path: str | Path = DEFAULT_PROFILES) -> dict[str, Profile]:
+    if not Path(path).exists():
+        raise ScenarioError(f"{path}: the workload profiles file is missing (run from the source tree, or pass a profiles file)")
     data = yaml.safe_load(Path(path).read_text())
     profiles = {}
     for name, p in data.items():

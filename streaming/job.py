@@ -23,7 +23,16 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONF = ROOT / "conf" / "spark.conf"
 
 
+# Used when the package runs without its source tree (no conf/spark.conf next to it).
+BUILTIN_CONF = {
+    "spark.master": "local[*]", "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
+}
+
+
 def read_spark_conf(path: str | Path = DEFAULT_CONF) -> dict[str, str]:
+    if not Path(path).exists() and Path(path) == DEFAULT_CONF:
+        return dict(BUILTIN_CONF)
     conf = {}
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
         line = line.strip()
