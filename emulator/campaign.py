@@ -26,7 +26,8 @@ from .workload import Profile, generate_partition, load_profiles
 MAX_EXAMPLES = 3
 
 
-def _write_scenario(data: dict, path: Path) -> Path:
+def write_scenario(data: dict, path: str | Path) -> Path:
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120))
     return path
@@ -82,7 +83,7 @@ def tally(results: Iterable[tuple[int, dict]], protocol: str, scenario_of: Calla
                                                      if kv[0] in VERDICT_INVARIANTS else 0, kv[1][0]))[:MAX_EXAMPLES]
     examples = []
     for invariant, (k, step) in chosen:
-        path = _write_scenario(scenario_of(k), out_dir / f"campaign-{seed}-{profile}-p{k}.yaml")
+        path = write_scenario(scenario_of(k), out_dir / f"campaign-{seed}-{profile}-p{k}.yaml")
         examples.append({"partition": k, "invariant": invariant, "step": step, "scenario_file": str(path)})
     ordered = dict(sorted(violations.items(), key=lambda kv: (-kv[1], kv[0])))
     return {"partitions": partitions, "steps": steps, "violations": ordered, "examples": examples}
@@ -216,6 +217,3 @@ def scenario_document(s: Scenario, description: str, expect: dict | None = None)
         doc["expect"] = expect
     return doc
 
-
-def write_scenario(doc: dict, path: str | Path) -> Path:
-    return _write_scenario(doc, Path(path))

@@ -115,14 +115,19 @@ def _positive(text: str) -> int:
     return value
 
 
+def _fail(message: str) -> int:
+    """Report bad input on stderr; the command exits with status 2."""
+    print(message, file=sys.stderr)
+    return EXIT_INVALID
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     from streaming.events import compile_scenarios
 
     try:
         paths = compile_scenarios(args.files, args.out, split=args.split, fmt=args.format)
     except ScenarioError as exc:
-        print(f"replemu: invalid scenario: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: invalid scenario: {exc}")
     print(f"wrote {len(paths)} event files for {len(args.files)} scenarios to {args.out}")
     return EXIT_OK
 
@@ -134,28 +139,23 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
     trigger = args.trigger
     if trigger not in ("available-now", "once") and not trigger.startswith("processing-time="):
-        print(f"replemu: error: unknown trigger {trigger!r} (available-now | once | processing-time=5s)", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: unknown trigger {trigger!r} (available-now | once | processing-time=5s)")
     workload = None
     if args.workload:
         from .workload import load_profiles
 
         if args.input or args.partitions is None or args.seed is None:
-            print("replemu: error: --workload needs --partitions and --seed, and no --input", file=sys.stderr)
-            return EXIT_INVALID
+            return _fail("replemu: error: --workload needs --partitions and --seed, and no --input")
         if args.workload not in load_profiles():
-            print(f"replemu: error: unknown profile {args.workload!r} (known: {', '.join(load_profiles())})", file=sys.stderr)
-            return EXIT_INVALID
+            return _fail(f"replemu: error: unknown profile {args.workload!r} (known: {', '.join(load_profiles())})")
         if trigger in ("available-now", "once") and args.max_steps is None:
-            print("replemu: error: a workload stream with --trigger available-now/once needs --max-steps", file=sys.stderr)
-            return EXIT_INVALID
+            return _fail("replemu: error: a workload stream with --trigger available-now/once needs --max-steps")
         workload = {"seed": args.seed, "profile": args.workload, "partitions": args.partitions,
                     "steps_per_batch": args.steps_per_batch, "max_steps": args.max_steps}
         print(f"workload: seed {args.seed}, profile {args.workload}, {args.partitions} partitions, "
               f"{args.steps_per_batch} steps per partition per batch, max {args.max_steps or 'unbounded'}", flush=True)
     elif args.input is None or not Path(args.input).is_dir():
-        print(f"replemu: error: input directory {args.input} does not exist (or give --workload)", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: input directory {args.input} does not exist (or give --workload)")
     from streaming.job import build_spark
 
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
@@ -196,8 +196,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     try:
         page = write_dashboard(args.inputs, args.output, chosen=args.partition)
     except DashboardError as exc:
-        print(f"replemu: error: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: {exc}")
     print(f"wrote {page}")
     return EXIT_OK
 
@@ -208,8 +207,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
     profiles = load_profiles()
     if args.profile not in profiles:
-        print(f"replemu: error: unknown profile {args.profile!r} (known: {', '.join(profiles)})", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: unknown profile {args.profile!r} (known: {', '.join(profiles)})")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     header = describe_campaign(args.seed, profiles[args.profile], args.partitions, protocols, args.engine)
     print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
@@ -234,11 +232,9 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     from .workload import generate_scenario, load_profiles
 
     if args.invariant not in INVARIANT_NAMES:
-        print(f"replemu: error: unknown invariant {args.invariant!r} (known: {', '.join(INVARIANT_NAMES)})", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: unknown invariant {args.invariant!r} (known: {', '.join(INVARIANT_NAMES)})")
     if (args.file is None) == (args.from_campaign is None):
-        print("replemu: error: give a scenario FILE or --from-campaign SEED/PROFILE/PARTITION", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail("replemu: error: give a scenario FILE or --from-campaign SEED/PROFILE/PARTITION")
     try:
         if args.file:
             scenario = load_scenario(args.file)
@@ -248,16 +244,13 @@ def cmd_shrink(args: argparse.Namespace) -> int:
             scenario = generate_scenario(int(seed), int(partition), load_profiles()[profile])
             target = Path(args.out or f"out/shrunk/campaign-{seed}-{profile}-p{partition}-{args.protocol}-{args.invariant}.yaml")
     except ScenarioError as exc:
-        print(f"replemu: invalid scenario: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: invalid scenario: {exc}")
     except (ValueError, KeyError) as exc:
-        print(f"replemu: error: --from-campaign wants SEED/PROFILE/PARTITION: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: --from-campaign wants SEED/PROFILE/PARTITION: {exc}")
     try:
         small = shrink(scenario, args.protocol, args.invariant, log=lambda m: print(m, file=sys.stderr))
     except ValueError as exc:
-        print(f"replemu: error: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: {exc}")
     doc = scenario_document(
         small, f"{args.invariant} under {args.protocol}, shrunk from {scenario.source} ({len(scenario.steps)} steps)",
         expect={args.protocol: {"violations": [args.invariant]}},
@@ -276,12 +269,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         data = json.loads(open(args.result, encoding="utf-8").read())
     except (OSError, ValueError) as exc:
-        print(f"replemu: error: {args.result}: not a readable result JSON file ({exc})", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: {args.result}: not a readable result JSON file ({exc})")
     results = data if isinstance(data, list) else [data]
     if not all(isinstance(r, dict) and r.get("format") == 1 and "final" in r for r in results):
-        print(f"replemu: error: {args.result}: not a replemu result (format 1)", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: {args.result}: not a replemu result (format 1)")
     from pathlib import Path
 
     for r in results:
@@ -297,8 +288,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     try:
         reps = [read_replica_dir(d) for root in args.dirs for d in find_replica_dirs(root)]
     except ReplicaDirError as exc:
-        print(f"replemu: error: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: {exc}")
     for r in reps:
         epochs = " ".join(f"({e},{s})" for e, s in r.epoch_cache) or "[]"
         print(f"broker {r.broker} {r.topic}-{r.partition} ({r.path}): LEO {r.leo}, HW {r.hw}, epochs {epochs}, "
@@ -325,35 +315,34 @@ def cmd_results(args: argparse.Namespace) -> int:
         else:
             print(summary_text(args.output))
     except ResultsError as exc:
-        print(f"replemu: error: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: error: {exc}")
     return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         scenarios = [load_scenario(path) for path in args.files]  # validate everything first
+        initial: list = [None] * len(scenarios)  # replica files, read once, checked against the replicas
         if args.from_dirs or any(s.initial_state for s in scenarios):
-            from .kafka_logs import load_initial_state
+            from .kafka_logs import read_initial_state, seed_partition
             from .partition import Partition
             from .variants import VARIANTS
 
-            for s in scenarios:
+            for i, s in enumerate(scenarios):
                 dirs = args.from_dirs or ([s.initial_state] if s.initial_state else None)
                 if dirs:
-                    load_initial_state(Partition(s.replicas, s.config, VARIANTS["kip320"]), dirs)
+                    initial[i] = read_initial_state(dirs)
+                    seed_partition(Partition(s.replicas, s.config, VARIANTS["kip320"]), initial[i])
     except ScenarioError as exc:
-        print(f"replemu: invalid scenario: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: invalid scenario: {exc}")
     except ValueError as exc:  # ReplicaDirError
-        print(f"replemu: invalid initial state: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _fail(f"replemu: invalid initial state: {exc}")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     human = not args.json
     results, failures = [], []
-    for scenario in scenarios:
+    for scenario, files in zip(scenarios, initial):
         for protocol in protocols:
-            result = run_scenario(scenario, protocol, trace=args.trace or (human and not args.summary), initial_dirs=args.from_dirs)
+            result = run_scenario(scenario, protocol, trace=args.trace or (human and not args.summary), initial_files=files)
             if human:
                 _print_human(scenario, result, args.summary)
             if args.check:

@@ -191,21 +191,15 @@ def divergence(a: ReplicaFiles, b: ReplicaFiles) -> dict[str, Any] | None:
 def truncation_outcomes(leader: ReplicaFiles, follower: ReplicaFiles) -> dict[str, int]:
     """The follower's LEO after each variant's truncation phase against ``leader`` (the core's rules)."""
     from .partition import Partition
-    from .scenario import Config, LeaderAndIsr
+    from .scenario import Config, Elect, LeaderAndIsr
     from .variants import VARIANTS
 
     out = {}
     for name, variant in VARIANTS.items():
         p = Partition((leader.broker, follower.broker), Config(), variant)
-        for files in (leader, follower):
-            seed_replica(p, files)
-        top = max([e for e, _ in leader.epoch_cache + follower.epoch_cache] + [-1]) + 1
-        from .partition import LeaderAndIsrRequest
-
-        request = LeaderAndIsrRequest(leader.broker, top, (leader.broker, follower.broker), 1)
-        p.controller.leader, p.controller.leader_epoch, p.controller.isr = leader.broker, top, request.isr
-        p._process_leader_and_isr(p.replicas[leader.broker], request)
-        p.replicas[follower.broker].pending_requests = [request]
+        seed_partition(p, [leader, follower])
+        # The controller elects ``leader`` in a new epoch; the follower hears of it afterwards.
+        p.apply(Elect(leader=leader.broker, to=(leader.broker,)))
         p.apply(LeaderAndIsr(replica=follower.broker))
         out[name] = p.replicas[follower.broker].leo
     return out
@@ -225,14 +219,18 @@ def seed_replica(p, files: ReplicaFiles) -> None:
         p.oracle.on_append(rep, 0, previous)
 
 
-def load_initial_state(p, roots: list[str | Path]) -> list[ReplicaFiles]:
-    """Start partition ``p`` from real replica directories: logs, epoch caches, HW checkpoints.
+def read_initial_state(roots: list[str | Path]) -> list[ReplicaFiles]:
+    """Every replica directory below ``roots``, read and CRC-checked once."""
+    return [read_replica_dir(d) for root in roots for d in find_replica_dirs(root)]
+
+
+def seed_partition(p, files: list[ReplicaFiles]) -> None:
+    """Start partition ``p`` from replica files: logs, epoch caches, HW checkpoints.
 
     Every directory's broker id must be one of the partition's replicas; the controller starts
     with no leader, every replica in the ISR and the highest epoch seen in any cache, so the next
     election gets a newer epoch.
     """
-    files = [read_replica_dir(d) for root in roots for d in find_replica_dirs(root)]
     seen = set()
     for f in files:
         if f.broker not in p.replicas:
@@ -243,4 +241,3 @@ def load_initial_state(p, roots: list[str | Path]) -> list[ReplicaFiles]:
         seed_replica(p, f)
     top = max([e for f in files for e, _ in f.epoch_cache] + [e for f in files for _, e, _ in f.log] + [-1])
     p.controller.leader_epoch = p.controller.highest_epoch = top
-    return files

@@ -46,18 +46,20 @@ def state_snapshot(p: Partition) -> dict[str, Any]:
     }
 
 
-def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, initial_dirs: list[str] | None = None) -> dict[str, Any]:
+def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, initial_dirs: list[str] | None = None,
+                 initial_files: list | None = None) -> dict[str, Any]:
     """Replay every step of ``scenario`` under ``protocol``; return the result object.
 
     ``initial_dirs`` (or the scenario's ``initial_state``) are Kafka replica directories the
-    replicas start from instead of empty logs.
+    replicas start from instead of empty logs; ``initial_files`` are such directories already
+    read (``kafka_logs.read_initial_state``), for callers replaying one state several times.
     """
     partition = Partition(scenario.replicas, scenario.config, VARIANTS[protocol])
     dirs = initial_dirs or ([scenario.initial_state] if scenario.initial_state else None)
-    if dirs:
-        from .kafka_logs import load_initial_state
+    if initial_files is not None or dirs:
+        from .kafka_logs import read_initial_state, seed_partition
 
-        load_initial_state(partition, dirs)
+        seed_partition(partition, initial_files if initial_files is not None else read_initial_state(dirs))
     steps_trace = []
     for step in scenario.steps:
         outcome = partition.apply(step)

@@ -233,6 +233,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, validate: bool = True, workload: dict | None = None):
     """Start the query; returns ``(query, sink)``."""
+    from pyspark.sql.functions import lit
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from streaming.processor import COMPACT_MIN_RECORDS
@@ -240,32 +241,26 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
+    no_corrupt = lit(None).cast("string")  # sources without unreadable lines
     reader = spark.readStream
     if workload is not None:
         # Generated events (streaming.workload_source): no input files.
-        from pyspark.sql.functions import lit
-
         from streaming.workload_source import register
 
         register(spark)
         fmt = "workload"
         events = (reader.format("replemu_workload").options(**{k: str(v) for k, v in workload.items() if v is not None})
-                  .load().withColumn(CORRUPT_COLUMN, lit(None).cast("string")))
+                  .load().withColumn(CORRUPT_COLUMN, no_corrupt))
     else:
         input_dir = Path(input_dir)
         fmt = fmt or detect_format(input_dir)
-    if max_files_per_trigger and workload is None:
-        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    if workload is not None:
-        pass
-    elif fmt == "parquet":
-        events = reader.schema(EVENT_SCHEMA).parquet(str(input_dir))
-        from pyspark.sql.functions import lit
-
-        events = events.withColumn(CORRUPT_COLUMN, lit(None).cast("string"))
-    else:
-        events = (reader.schema(EVENT_SCHEMA_WITH_CORRUPT).option("mode", "PERMISSIVE")
-                  .option("columnNameOfCorruptRecord", CORRUPT_COLUMN).json(str(input_dir)))
+        if max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
+        if fmt == "parquet":
+            events = reader.schema(EVENT_SCHEMA).parquet(str(input_dir)).withColumn(CORRUPT_COLUMN, no_corrupt)
+        else:
+            events = (reader.schema(EVENT_SCHEMA_WITH_CORRUPT).option("mode", "PERMISSIVE")
+                      .option("columnNameOfCorruptRecord", CORRUPT_COLUMN).json(str(input_dir)))
     # A processing-time timeout makes Spark schedule another (empty) batch forever, so an
     # available-now or once run, which must end when the input is drained, runs without one;
     # partitions still waiting for a sequence number are then reported from the state store.
