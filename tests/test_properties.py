@@ -192,7 +192,11 @@ class CleanHwMachine(CleanKip320Machine):
 def test_negative_control_the_same_search_finds_the_hw_truncation_bug():
     """Under hw the identical clean-election search breaks StrongIsr (KIP-101's reason to exist)."""
     # Finding is the point here; shrinking a 60-step counterexample would only cost time.
-    CleanHwMachine.TestCase.settings = settings(SETTINGS, max_examples=300, database=None, phases=[Phase.generate])
+    # Derandomized: a control that finds the bug in most random runs but not all would make
+    # CI flaky (it did, once), so the search is the same fixed sequence on every machine.
+    CleanHwMachine.TestCase.settings = settings(
+        SETTINGS, max_examples=300, database=None, phases=[Phase.generate], derandomize=True,
+    )
     with pytest.raises(AssertionError, match="StrongIsr|NoCommittedDataLoss"):
         CleanHwMachine.TestCase().runTest()
 
