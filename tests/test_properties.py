@@ -192,10 +192,13 @@ class CleanHwMachine(CleanKip320Machine):
 def test_negative_control_the_same_search_finds_the_hw_truncation_bug():
     """Under hw the identical clean-election search breaks StrongIsr (KIP-101's reason to exist)."""
     # Finding is the point here; shrinking a 60-step counterexample would only cost time.
-    # Derandomized: a control that finds the bug in most random runs but not all would make
-    # CI flaky (it did, once), so the search is the same fixed sequence on every machine.
+    # Over 30 random seeds the first counterexample came after 6-642 examples (median ~90), so a
+    # budget of 300 missed now and then (CI failed once).  The search stops at its first find, so
+    # a large budget costs nothing when it works.  Derandomized so a run is repeatable; Hypothesis
+    # still mixes in literals from whichever local modules are loaded, so the exact sequence
+    # depends on which tests ran before, hence the margin.
     CleanHwMachine.TestCase.settings = settings(
-        SETTINGS, max_examples=300, database=None, phases=[Phase.generate], derandomize=True,
+        SETTINGS, max_examples=1500, database=None, phases=[Phase.generate], derandomize=True,
     )
     with pytest.raises(AssertionError, match="StrongIsr|NoCommittedDataLoss"):
         CleanHwMachine.TestCase().runTest()
