@@ -192,7 +192,7 @@ class CleanHwMachine(CleanKip320Machine):
 def test_negative_control_the_same_search_finds_the_hw_truncation_bug():
     """Under hw the identical clean-election search breaks StrongIsr (KIP-101's reason to exist)."""
     # Finding is the point here; shrinking a 60-step counterexample would only cost time.
-    # Over 30 random seeds the first counterexample came after 6-642 examples (median ~90), so a
+    # Over 100 random seeds the first counterexample came after 4-642 examples (median ~90), so a
     # budget of 300 missed now and then (CI failed once).  The search stops at its first find, so
     # a large budget costs nothing when it works.  Derandomized so a run is repeatable; Hypothesis
     # still mixes in literals from whichever local modules are loaded, so the exact sequence
