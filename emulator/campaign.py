@@ -20,7 +20,7 @@ import yaml
 
 from .invariants import VERDICT_INVARIANTS
 from .run import run_scenario
-from .scenario import Scenario, parse_scenario, step_to_dict
+from .scenario import Scenario, config_to_dict, parse_scenario, step_to_dict
 from .workload import Profile, generate_partition, load_profiles
 
 MAX_EXAMPLES = 3
@@ -205,12 +205,8 @@ def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str
 
 
 def scenario_document(s: Scenario, description: str, expect: dict | None = None) -> dict[str, Any]:
-    c = s.config
     doc: dict[str, Any] = {
-        "name": s.name, "description": description, "replicas": list(s.replicas),
-        "config": {"min_insync_replicas": c.min_insync_replicas, "unclean_leader_election": c.unclean_leader_election,
-                   "acks": c.acks if c.acks == "all" else int(c.acks), "hw_checkpoint": c.hw_checkpoint,
-                   "log_flush": c.log_flush, "replica_lag_time_max_ms": c.replica_lag_time_max_ms},
+        "name": s.name, "description": description, "replicas": list(s.replicas), "config": config_to_dict(s.config),
         "steps": [step_to_dict(step) for step in s.steps],
     }
     if expect:

@@ -8,7 +8,7 @@ file, the step number and the reason; nothing is half-applied.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Union
 
@@ -121,6 +121,11 @@ Step = Union[
     Elect, LeaderAndIsr, Produce, Fetch, ShrinkIsr, ControllerRemove, CheckpointHw, Flush,
     Crash, Restart, Tick,
 ]
+
+
+def config_to_dict(c: Config) -> dict[str, Any]:
+    """The config in the YAML contract's shape (every key; acks ``all`` or an int)."""
+    return {**asdict(c), "acks": c.acks if c.acks == "all" else int(c.acks)}
 
 
 def step_to_dict(step: Step) -> dict[str, Any]:

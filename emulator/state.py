@@ -14,6 +14,7 @@ refused rather than misread.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from .epoch_cache import LeaderEpochCache
@@ -74,11 +75,7 @@ def to_document(p: Partition) -> dict[str, Any]:
         "state_version": STATE_VERSION,
         "protocol": p.variant.name,
         "assignment": list(p.assignment),
-        "config": {
-            "min_insync_replicas": p.config.min_insync_replicas, "unclean_leader_election": p.config.unclean_leader_election,
-            "acks": p.config.acks, "hw_checkpoint": p.config.hw_checkpoint, "log_flush": p.config.log_flush,
-            "replica_lag_time_max_ms": p.config.replica_lag_time_max_ms,
-        },
+        "config": asdict(p.config),  # acks as Config holds it ("all" | "1" | "0")
         "now_ms": p.now_ms, "step_number": p.step_number, "generation": p._generation,
         "compacted_offset": p.compacted_offset, "prefix_digest": p.prefix_digest,
         "violated": sorted(p._violated),

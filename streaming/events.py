@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from emulator.scenario import Scenario, ScenarioError, load_scenario, step_to_dict
+from emulator.scenario import Scenario, ScenarioError, config_to_dict, load_scenario, step_to_dict
 
 HEADER_TYPE = "partition"
 EVENT_COLUMNS = ("topic", "partition", "seq", "type", "args")
@@ -40,14 +40,8 @@ def partition_key(s: Scenario) -> tuple[str, int]:
 
 
 def header_row(s: Scenario) -> dict:
-    c = s.config
-    config = {
-        "min_insync_replicas": c.min_insync_replicas, "unclean_leader_election": c.unclean_leader_election,
-        "acks": c.acks if c.acks == "all" else int(c.acks), "hw_checkpoint": c.hw_checkpoint,
-        "log_flush": c.log_flush, "replica_lag_time_max_ms": c.replica_lag_time_max_ms,
-    }
     topic, partition = partition_key(s)
-    args = {"scenario": s.name, "replicas": list(s.replicas), "config": config}
+    args = {"scenario": s.name, "replicas": list(s.replicas), "config": config_to_dict(s.config)}
     return {"topic": topic, "partition": partition, "seq": 0, "type": HEADER_TYPE, "args": json.dumps(args)}
 
 

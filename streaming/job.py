@@ -329,7 +329,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         drain()
         sink.build_docs()
         if trigger in ("available-now", "once"):
-            report_gaps(spark, checkpoint_dir, output_dir, out=out if not quiet else open(os.devnull, "w"))
+            report_gaps(spark, checkpoint_dir, output_dir, out=None if quiet else out)
         return sink.stats
     finally:
         if own:
@@ -352,16 +352,21 @@ def read_partition_states(spark, checkpoint_dir: str | Path) -> list[dict[str, A
 def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=sys.stdout) -> list[dict[str, Any]]:
     """After a run that drained its input: partitions still waiting for a missing sequence number.
 
-    Written to ``OUTPUT/gaps.json`` (replaced on every run) and printed; the buffered rows stay in
-    the state and are applied if the missing row arrives in a later run.
+    Written to ``OUTPUT/gaps.json`` (replaced on every run) and printed unless ``out`` is None; the
+    buffered rows stay in the state and are applied if the missing row arrives in a later run.
+    Only the two state fields it needs are read (no partition's logs are decoded).
     """
+    df = spark.read.format("statestore").load(str(checkpoint_dir))
     gaps = []
-    for s in read_partition_states(spark, checkpoint_dir):
-        if s["waiting"]:
-            gaps.append({"topic": s["topic"], "partition": s["partition"], "missing_seq": s["next_seq"],
-                         "waiting_seqs": [w[0] for w in s["waiting"]]})
+    for row in df.select("key.topic", "key.partition", "value.groupState.next_seq", "value.groupState.waiting").collect():
+        waiting = json.loads(bytes(row["waiting"]).decode("utf-8")) if row["waiting"] is not None else []
+        if waiting:
+            gaps.append({"topic": row["topic"], "partition": row["partition"], "missing_seq": row["next_seq"],
+                         "waiting_seqs": [w[0] for w in waiting]})
+    gaps.sort(key=lambda g: (g["topic"] is None, g["topic"] or "", g["partition"] if g["partition"] is not None else -1))
     Path(output_dir, "gaps.json").write_text(json.dumps(gaps, indent=2) + "\n")
-    for g in gaps:
-        print(f"gap: {g['topic']}/{g['partition']} waits for seq {g['missing_seq']} "
-              f"({len(g['waiting_seqs'])} later rows held back)", file=out, flush=True)
+    if out is not None:
+        for g in gaps:
+            print(f"gap: {g['topic']}/{g['partition']} waits for seq {g['missing_seq']} "
+                  f"({len(g['waiting_seqs'])} later rows held back)", file=out, flush=True)
     return gaps

@@ -40,22 +40,24 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
         return []
     summary = summary.sort_values(["topic", "partition", "batch_id"], kind="stable")
     latest = summary.groupby(["topic", "partition"], sort=True).tail(1)
-    tables = {k: _read(output_dir, k) for k in ("violations", "losses", "errors")}
-    for k, t in tables.items():
-        if not t.empty:
-            tables[k] = t.sort_values(["topic", "partition", "seq", "idx"], kind="stable")
+    # Each kind's rows grouped by partition once, in emission order (not filtered per partition).
+    grouped: dict[str, dict[tuple[str, int], list[dict]]] = {}
+    for kind in ("violations", "losses", "errors"):
+        t = _read(output_dir, kind)
+        grouped[kind] = {} if t.empty else {
+            (str(topic), int(partition)): g.to_dict("records")
+            for (topic, partition), g in t.sort_values(["topic", "partition", "seq", "idx"], kind="stable").groupby(
+                ["topic", "partition"], sort=False)
+        }
 
     def rows_of(kind: str, topic: str, partition: int):
-        t = tables[kind]
-        if t.empty:
-            return []
-        return t[(t["topic"] == topic) & (t["partition"] == partition)].to_dict("records")
+        return grouped[kind].get((topic, partition), [])
 
     results = []
     for s in latest.to_dict("records"):
         topic, partition = s["topic"], int(s["partition"])
         violations = [{"invariant": r["invariant"], "step": int(r["at_step"]), "detail": r["detail"]} for r in rows_of("violations", topic, partition)]
-        if s["convergence"] is not None and isinstance(s["convergence"], str) and not any(v["invariant"] == "EventualConvergence" for v in violations):
+        if isinstance(s["convergence"], str) and not any(v["invariant"] == "EventualConvergence" for v in violations):
             violations.append({"invariant": "EventualConvergence", "step": int(s["steps"]), "detail": s["convergence"]})
         results.append({
             "format": RESULT_FORMAT,

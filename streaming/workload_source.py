@@ -23,20 +23,33 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, SupportsTriggerAv
 SCHEMA = "topic string, partition int, seq long, type string, args string"
 PARTITIONS_PER_TASK = 64
 
-_GENERATORS: dict[tuple, tuple[Iterator, list]] = {}  # per worker process: (seed, profile, k) -> (bursts, steps)
+# Per worker process: (seed, profile, profiles, k) -> [bursts, buffered steps, seq before the first buffered one]
+_GENERATORS: dict[tuple, list] = {}
 
 
-def _steps(seed: int, profile_name: str, profiles_path: str | None, k: int, upto: int) -> list[dict]:
+def _steps(seed: int, profile_name: str, profiles_path: str | None, k: int, first: int, last: int) -> list[dict]:
+    """Steps ``first..last`` (seq numbers) of generated partition ``k``.
+
+    A worker keeps each partition's generator and only the steps from the batch it last served
+    on (batches move forward, so an endless stream holds a bounded buffer); a request for an
+    earlier batch (a replay after a restart) regenerates the prefix.
+    """
     from emulator.workload import load_profiles, step_bursts
 
+    if last < first:
+        return []
     key = (seed, profile_name, profiles_path, k)
-    if key not in _GENERATORS:
+    entry = _GENERATORS.get(key)
+    if entry is None or first - 1 < entry[2]:
         profile = (load_profiles(profiles_path) if profiles_path else load_profiles())[profile_name]
-        _GENERATORS[key] = (step_bursts(seed, k, profile), [])
-    bursts, steps = _GENERATORS[key]
-    while len(steps) < upto:
-        steps.extend(next(bursts))
-    return steps[:upto]
+        entry = _GENERATORS[key] = [step_bursts(seed, k, profile), [], 0]
+    bursts, buffered, before = entry
+    while before + len(buffered) < last:
+        buffered.extend(next(bursts))
+    steps = buffered[first - 1 - before:last - before]
+    del buffered[:first - 1 - before]  # forget the batches already served
+    entry[2] = first - 1
+    return steps
 
 
 class WorkloadDataSource(DataSource):
@@ -109,9 +122,9 @@ class WorkloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if b == 0:
                 args = {"scenario": header["name"], "replicas": header["replicas"], "config": header["config"]}
                 yield (topic, k, 0, "partition", json.dumps(args))
-            steps = _steps(self.seed, self.profile, self.profiles_path, k, last)
-            for seq in range(first, last + 1):
-                (kind, args), = steps[seq - 1].items()
+            steps = _steps(self.seed, self.profile, self.profiles_path, k, first, last)
+            for seq, step in enumerate(steps, start=first):
+                (kind, args), = step.items()
                 yield (topic, k, seq, kind, json.dumps(args))
 
     def commit(self, end: dict) -> None:
