@@ -13,6 +13,7 @@ under the given variant.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -131,12 +132,6 @@ def breaks(scenario: Scenario, protocol: str, invariant: str) -> bool:
     return any(v["invariant"] == invariant for v in run_scenario(scenario, protocol)["violations"])
 
 
-def _with_steps(base: Scenario, steps) -> Scenario:
-    return Scenario(name=base.name, replicas=base.replicas, steps=tuple(steps), config=base.config,
-                    description=base.description, topic=base.topic, partition=base.partition,
-                    topic_named=base.topic_named)
-
-
 def ddmin(items: list, test: Callable[[list], bool]) -> list:
     """Zeller's delta debugging: a 1-minimal sublist for which ``test`` still holds."""
     n = 2
@@ -178,7 +173,7 @@ def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str
     """The smallest scenario found that still breaks ``invariant`` under ``protocol``."""
     if not breaks(scenario, protocol, invariant):
         raise ValueError(f"{scenario.name} does not break {invariant} under {protocol}")
-    test = lambda steps: breaks(_with_steps(scenario, steps), protocol, invariant)  # noqa: E731
+    test = lambda steps: breaks(replace(scenario, steps=tuple(steps)), protocol, invariant)  # noqa: E731
     steps = ddmin(list(scenario.steps), test)
     log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
     changed = True
@@ -201,14 +196,16 @@ def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str
             if changed:
                 break
     log(f"simplified: {len(steps)} steps")
-    return _with_steps(scenario, steps)
+    return replace(scenario, steps=tuple(steps))
 
 
 def scenario_document(s: Scenario, description: str, expect: dict | None = None) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "name": s.name, "description": description, "replicas": list(s.replicas), "config": config_to_dict(s.config),
-        "steps": [step_to_dict(step) for step in s.steps],
     }
+    if s.initial_state:
+        doc["initial_state"] = s.initial_state  # resolved (absolute), so the file replays from anywhere
+    doc["steps"] = [step_to_dict(step) for step in s.steps]
     if expect:
         doc["expect"] = expect
     return doc
