@@ -345,7 +345,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     results, failures = [], []
     for scenario, files in zip(scenarios, initial):
         for protocol in protocols:
-            result = run_scenario(scenario, protocol, trace=args.trace or (human and not args.summary), initial_files=files)
+            wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
+            result = run_scenario(scenario, protocol, trace=args.trace or wants_trace or (human and not args.summary),
+                                  initial_files=files)
             if human:
                 _print_human(scenario, result, args.summary)
             if args.check:

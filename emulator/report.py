@@ -143,15 +143,28 @@ def check_expectation(result: dict[str, Any], expect: dict[str, Any] | None) -> 
                 for k, v in w.items():
                     if h.get(k) != v:
                         problems.append(f"loss {h}: expected {k}={v!r}")
+    problems += _state_problems(result["final"], expect, "")
+    trace = result.get("trace") or []
+    for number, state in sorted((expect.get("at_step") or {}).items()):
+        if not 1 <= number <= len(trace):
+            problems.append(f"at_step {number}: the run has {len(trace)} steps")
+            continue
+        problems += _state_problems(trace[number - 1], state, f"after step {number}: ")
+    return problems
+
+
+def _state_problems(have_state: dict[str, Any], expect: dict[str, Any], where: str) -> list[str]:
+    """Disagreements of ``replicas`` / ``controller`` expectations with one state snapshot."""
+    problems = []
     for rid, fields in (expect.get("replicas") or {}).items():
-        have = result["final"]["replicas"].get(str(rid))
+        have = have_state["replicas"].get(str(rid))
         if have is None:
-            problems.append(f"replica {rid} is not in the result")
+            problems.append(f"{where}replica {rid} is not in the result")
             continue
         for k, v in fields.items():
             if have.get(k) != v:
-                problems.append(f"replica {rid}: expected {k}={v!r}, got {have.get(k)!r}")
+                problems.append(f"{where}replica {rid}: expected {k}={v!r}, got {have.get(k)!r}")
     for k, v in (expect.get("controller") or {}).items():
-        if result["final"]["controller"].get(k) != v:
-            problems.append(f"controller: expected {k}={v!r}, got {result['final']['controller'].get(k)!r}")
+        if have_state["controller"].get(k) != v:
+            problems.append(f"{where}controller: expected {k}={v!r}, got {have_state['controller'].get(k)!r}")
     return problems

@@ -277,7 +277,7 @@ _CONFIG_KEYS = (
     "replica_lag_time_max_ms",
 )
 _TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "config", "steps", "expect", "initial_state")
-EXPECT_KEYS = ("violations", "losses", "replicas", "controller")
+EXPECT_KEYS = ("violations", "losses", "replicas", "controller", "at_step")
 
 
 def _parse_step(source: str, number: int, raw: Any, replicas: tuple[int, ...]) -> Step:
@@ -378,6 +378,12 @@ def _parse_expect(source: str, raw: Any) -> dict[str, dict[str, Any]]:
             block["replicas"] = r.get("replicas", lambda v: isinstance(v, dict), "a map of replica id to expected fields")
         if r.has("controller"):
             block["controller"] = r.get("controller", lambda v: isinstance(v, dict), "a map of expected controller fields")
+        if r.has("at_step"):
+            at = r.get("at_step", lambda v: isinstance(v, dict) and all(_is_int(k) and k >= 1 for k in v),
+                       "a map of step number (int >= 1) to {replicas, controller}")
+            for number, state in at.items():
+                _Reader(source, f"expect.{variant}.at_step.{number}", state, ("replicas", "controller"))
+            block["at_step"] = at
         out[variant] = block
     return out
 
