@@ -1,4 +1,4 @@
-"""A log indexed by absolute offset, whose oldest records may have been compacted away.
+"""A replica's log: records by absolute offset (oldest maybe compacted away), and its write path.
 
 Long streaming runs compact the prefix that no step can change any more (see
 ``Partition.compact``).  ``Log`` keeps the records from ``start`` on, plus the last compacted
@@ -8,7 +8,13 @@ record (offset ``start - 1``) so that epoch-monotonicity checks at the boundary 
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+from .effects import Appended, CacheChanged, Truncated
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from .partition import Partition
+    from .replica import Replica
 
 Record = tuple[int, str]
 
@@ -80,3 +86,48 @@ class Log:
         self._before = removed[-1]
         self.start = upto
         return removed
+
+
+# -- the write path (UnifiedLog.append / truncateTo): every change of a replica's log ----------
+
+
+def append(p: "Partition", rep: "Replica", base: int, records: list[Record]) -> None:
+    """Append at ``base`` (which must be the LEO), assigning each new epoch in the cache."""
+    previous = rep.leo
+    rep.log.extend(records)
+    last_epoch = None
+    changed = False
+    for i, (epoch, _) in enumerate(records):
+        if epoch != last_epoch:
+            changed |= rep.cache.assign(epoch, base + i)
+            last_epoch = epoch
+    p.effect(Appended(rep.id, base, previous, rep.leo))
+    if changed:
+        p.effect(CacheChanged(rep.id))
+
+
+def cut(p: "Partition", rep: "Replica", new_leo: int) -> None:
+    """Remove every record at or above ``new_leo`` (nothing else changes)."""
+    del rep.log[new_leo:]
+    p.effect(Truncated(rep.id, rep.leo))
+
+
+def truncate_to(p: "Partition", rep: "Replica", offset: int, rule: str) -> None:
+    """``UnifiedLog.truncateTo``: cut the log to ``min(offset, LEO)``; always trims the cache.
+
+    The cache is trimmed from ``offset`` even when ``offset >= LEO`` (that removes a leader's
+    election-time entry and ends the KIP-279 loop); HW and recovery point are capped at
+    ``offset``.  An offset below the compacted prefix is clamped to it (``BELOW_COMPACTED_PREFIX``).
+    """
+    if offset < rep.log.start:
+        p.error("BELOW_COMPACTED_PREFIX")
+        offset = rep.log.start
+    before = rep.leo
+    new_leo = min(offset, before)
+    if new_leo < before:
+        cut(p, rep, new_leo)
+        p.event("Truncation", replica=rep.id, from_leo=before, to=new_leo, rule=rule)
+    if rep.cache.truncate_from_end(offset):
+        p.effect(CacheChanged(rep.id))
+    rep.hw = min(rep.hw, offset)
+    rep.recovery_point = min(rep.recovery_point, offset)

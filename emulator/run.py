@@ -1,101 +1,102 @@
-"""Replaying a scenario under a variant and building the contract's result object (§3)."""
+"""Replaying a scenario: a partition stepped by steps, a checker observing it, one result."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterable
 
-from .partition import LEADER, Partition
-from .scenario import Scenario, describe_step, step_to_dict
-from .variants import VARIANTS
-
-RESULT_FORMAT = 1
-
-
-def controller_snapshot(p: Partition) -> dict[str, Any]:
-    c = p.controller
-    return {"leader": c.leader, "epoch": c.leader_epoch, "isr": sorted(c.isr)}
+from .checker import Checker
+from .config import Config
+from .effects import Effect
+from .partition import Partition
+from .result import compacted_prefix, result_object, state_snapshot
+from .scenario import Scenario
+from .steps import Step, describe_step, step_to_dict
+from .variants import ProtocolVariant, variant_named
 
 
-def replica_snapshot(p: Partition, rid: int, with_log: bool = True) -> dict[str, Any]:
-    """One replica in the contract's ``final`` shape (``log`` omitted when ``with_log`` is False)."""
-    r = p.replicas[rid]
-    remote = None
-    if r.role == LEADER and r.alive:
-        remote = {str(f): r.leadership.remote_leo[f] for f in sorted(r.leadership.remote_leo)}
-    snap = {
-        "alive": r.alive,
-        "halted": r.halted,
-        "role": r.role,
-        "leader_epoch": r.leader_epoch,
-        "leo": r.leo,
-        "hw": r.hw,
-        "log": [[o, e, v] for o, (e, v) in r.log.items()] if with_log else None,
-        "epoch_cache": r.cache.as_pairs(),
-        "remote_leo": remote,
-    }
-    if not with_log:
-        del snap["log"]
-    return snap
+@dataclass
+class StepReport:
+    step: int
+    errors: list[dict]
+    events: list[dict]
+    violations: list[dict]
 
 
-def state_snapshot(p: Partition) -> dict[str, Any]:
-    return {
-        "controller": controller_snapshot(p),
-        "replicas": {str(rid): replica_snapshot(p, rid) for rid in sorted(p.replicas)},
-    }
+class Replay:
+    """A partition and the checker that observes it: the unit every engine steps."""
+
+    def __init__(self, replicas: tuple[int, ...], config: Config, variant: ProtocolVariant) -> None:
+        self.partition = Partition(replicas, config, variant)
+        self.checker = Checker(self.partition.assignment)
+
+    @classmethod
+    def of(cls, partition: Partition, checker: Checker) -> "Replay":
+        replay = cls.__new__(cls)
+        replay.partition, replay.checker = partition, checker
+        return replay
+
+    def seed(self, effects: Iterable[Effect]) -> None:
+        """Ghost state for replicas that start with data (imported logs): observed, never judged."""
+        self.checker.observe_effects(self.partition, list(effects))
+        self.checker.findings, self.checker.dirty_caches = {}, {}
+
+    def apply(self, step: Step) -> StepReport:
+        outcome = self.partition.apply(step)
+        violations = self.checker.observe(self.partition, outcome)
+        return StepReport(outcome.step, outcome.errors, outcome.events, violations)
+
+    def finish(self) -> list[dict]:
+        return self.checker.finish(self.partition)
+
+    def compact(self, min_records: int) -> int:
+        """Compact the unchangeable prefix into an offset and a digest once it holds at least
+        ``min_records`` more records; returns how many records each replica dropped.
+
+        The ghost state that refers only to the prefix (acked records, reported losses,
+        records committed twice) goes with it.  A later step that would reach below the
+        compacted offset is clamped there and recorded as ``BELOW_COMPACTED_PREFIX``.
+        """
+        p = self.partition
+        upto = self.checker.compactable_offset(p)
+        if upto - p.compacted_offset < max(min_records, 1):
+            return 0
+        self.checker.compact(upto)
+        return p.compact_logs(upto)
+
+    def result(self, scenario_name: str) -> dict[str, Any]:
+        p, g = self.partition, self.checker
+        return result_object(scenario_name, p.variant.name, p.step_number, state_snapshot(p), g.violations, g.losses,
+                             p.errors, compacted_prefix(p) if p.compacted_offset else None)
 
 
-def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, initial_dirs: list[str] | None = None,
-                 initial_files: list | None = None) -> dict[str, Any]:
+def run_scenario(scenario: Scenario, protocol: str | ProtocolVariant, trace: bool = False,
+                 prepare=None) -> dict[str, Any]:
     """Replay every step of ``scenario`` under ``protocol``; return the result object.
 
-    ``initial_dirs`` (or the scenario's ``initial_state``) are Kafka replica directories the
-    replicas start from instead of empty logs; ``initial_files`` are such directories already
-    read (``kafka_logs.read_initial_state``), for callers replaying one state several times.
+    ``prepare(replay)``, when given, loads initial replica state (Kafka replica directories,
+    see ``scenario_io.kafka_logs.seed_replay``) before the first step.
     """
-    partition = Partition(scenario.replicas, scenario.config, VARIANTS[protocol])
-    dirs = initial_dirs or ([scenario.initial_state] if scenario.initial_state else None)
-    if initial_files is not None or dirs:
-        from .kafka_logs import read_initial_state, seed_partition
-
-        seed_partition(partition, initial_files if initial_files is not None else read_initial_state(dirs))
+    variant = protocol if isinstance(protocol, ProtocolVariant) else variant_named(protocol)
+    replay = Replay(scenario.replicas, scenario.config, variant)
+    if prepare is not None:
+        prepare(replay)
     steps_trace = []
     for step in scenario.steps:
-        outcome = partition.apply(step)
+        report = replay.apply(step)
         if trace:
             steps_trace.append({
-                "step": outcome.step,
+                "step": report.step,
                 "event": step_to_dict(step),
                 "description": describe_step(step),
-                "outcome": {"errors": outcome.errors, "events": outcome.events, "violations": outcome.violations},
-                **state_snapshot(partition),
+                "outcome": {"errors": report.errors, "events": report.events, "violations": report.violations},
+                **state_snapshot(replay.partition),
             })
-    end_violations = partition.finish()
+    final_violations = replay.finish()
     if trace and steps_trace:
-        steps_trace[-1]["outcome"]["violations"] = steps_trace[-1]["outcome"]["violations"] + end_violations
-    result: dict[str, Any] = {
-        "format": RESULT_FORMAT,
-        "scenario": scenario.name,
-        "protocol": protocol,
-        "steps": len(scenario.steps),
-        "final": state_snapshot(partition),
-        "violations": partition.violations,
-        "losses": partition.oracle.losses,
-        "errors": partition.errors,
-    }
-    if partition.compacted_offset:
-        result["compacted_prefix"] = compacted_prefix(partition)
+        steps_trace[-1]["outcome"]["violations"] = steps_trace[-1]["outcome"]["violations"] + final_violations
+    result = replay.result(scenario.name)
+    result["protocol"] = variant.name
     if trace:
         result["trace"] = steps_trace
     return result
-
-
-def compacted_prefix(p: Partition) -> dict[str, Any]:
-    """Contract extension for compacted runs: logs start at ``offset``; ``digest`` covers the rest."""
-    return {"offset": p.compacted_offset, "digest": p.prefix_digest}
-
-
-def dumps(obj: Any) -> str:
-    """The one JSON encoding used everywhere: stable key order, byte-identical across runs."""
-    return json.dumps(obj, indent=2, ensure_ascii=False)

@@ -1,12 +1,12 @@
-"""A partition's whole state as plain data, and back: for checkpoints between micro-batches.
+"""A replay's whole state as plain data, and back: for checkpoints between micro-batches.
 
-``to_document(p)`` returns a JSON-compatible dict (ints, strings, bools, None, lists, dicts
-with string keys) holding everything ``Partition.apply`` reads: the controller, every replica
+``to_document(replay)`` returns a JSON-compatible dict (ints, strings, bools, None, lists, dicts
+with string keys) holding everything ``Replay.apply`` reads: the controller, every replica
 (log, HW, checkpoints, cache, believed leader and epoch, leader-only state, pending
-LeaderAndIsr requests) and the oracle's ghost state.  ``from_document`` rebuilds a partition
-that continues exactly as the original would have.  Outputs already reported (errors,
-violations, losses) are not state: only the names of violated invariants and the losses
-already reported are kept, so nothing is reported twice.
+LeaderAndIsr requests) and the checker's ghost state (under ``oracle``).  ``from_document``
+rebuilds a replay that continues exactly as the original would have.  Outputs already reported
+(errors, violations, losses) are not state: only the names of violated invariants and the
+losses already reported are kept, so nothing is reported twice.
 
 Version ``STATE_VERSION`` is written into every document; a document of another version is
 refused rather than misread.
@@ -17,12 +17,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from .checker import AckInfo
+from .config import Config
 from .epoch_cache import LeaderEpochCache
 from .log import Log
-from .oracle import AckInfo
-from .partition import LeaderAndIsrRequest, LeaderState, Partition, PendingAck, Replica
-from .scenario import Config
-from .variants import VARIANTS
+from .replica import FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
+from .run import Replay
+from .variants import variant_named
 
 STATE_VERSION = 1
 
@@ -56,8 +57,9 @@ def _leadership(ls: LeaderState | None) -> dict | None:
     }
 
 
-def to_document(p: Partition) -> dict[str, Any]:
-    c, o = p.controller, p.oracle
+def to_document(replay: Replay) -> dict[str, Any]:
+    p, o = replay.partition, replay.checker
+    c = p.controller
     replicas = []
     for rid in p.assignment:
         r = p.replicas[rid]
@@ -65,20 +67,20 @@ def to_document(p: Partition) -> dict[str, Any]:
             "id": r.id, "log": [[e, v] for e, v in r.log.retained()], "log_start": r.log.start,
             "log_before": None if r.log.before is None else list(r.log.before), "hw": r.hw, "hw_checkpoint": r.hw_checkpoint,
             "recovery_point": r.recovery_point, "cache": r.cache.as_pairs(), "alive": r.alive, "halted": r.halted,
-            "role": r.role, "believed_leader": r.believed_leader, "leader_epoch": r.leader_epoch,
+            "role": r.role.value, "believed_leader": r.believed_leader, "leader_epoch": r.leader_epoch,
             "fresh_after_restart": r.fresh_after_restart, "processed_leader_and_isr": r.processed_leader_and_isr,
-            "fetch_state": r.fetch_state, "pending_requests": [_request(q) for q in r.pending_requests],
+            "fetch_state": None if r.fetch_state is None else r.fetch_state.value, "pending_requests": [_request(q) for q in r.pending_requests],
             "last_response_hw": r.last_response_hw, "leadership": _leadership(r.leadership),
         })
-    cursor = o._loss_cursor
+    cursor = o.loss_cursor
     return {
         "state_version": STATE_VERSION,
         "protocol": p.variant.name,
         "assignment": list(p.assignment),
         "config": asdict(p.config),  # acks as Config holds it ("all" | "1" | "0")
-        "now_ms": p.now_ms, "step_number": p.step_number, "generation": p._generation,
+        "now_ms": p.now_ms, "step_number": p.step_number, "generation": p.generation,
         "compacted_offset": p.compacted_offset, "prefix_digest": p.prefix_digest,
-        "violated": sorted(p._violated),
+        "violated": sorted(o.violated),
         "controller": {
             "leader": c.leader, "leader_epoch": c.leader_epoch, "isr": list(c.isr),
             "partition_epoch": c.partition_epoch, "highest_epoch": c.highest_epoch,
@@ -91,22 +93,23 @@ def to_document(p: Partition) -> dict[str, Any]:
             "committed_twice": [[off, e, v] for off, (e, v) in o.committed_twice],
             "acked": [[off, e, v, a.step, sorted(a.holders), a.lost_by_power] for (off, (e, v)), a in o.acked.items()],
             "unclean_election": o.unclean_election, "faultless": o.faultless,
-            "pair_mismatch": [[a, b, mm] for (a, b), mm in sorted(o._pair_mismatch.items())],
-            "committed_mismatch": _str_keys(o._committed_mismatch),
-            "presumer_covered": _str_keys(o._presumer_covered),
-            "reported_losses": sorted([off, e, v] for off, (e, v) in o._reported_losses),
+            "pair_mismatch": [[a, b, mm] for (a, b), mm in sorted(o.pair_mismatch.items())],
+            "committed_mismatch": _str_keys(o.committed_mismatch_of),
+            "presumer_covered": _str_keys(o.presumer_covered),
+            "reported_losses": sorted([off, e, v] for off, (e, v) in o.reported_losses),
             "loss_cursor": None if cursor is None else [list(cursor[0]), cursor[1], cursor[2]],
         },
     }
 
 
-def from_document(doc: dict[str, Any]) -> Partition:
+def from_document(doc: dict[str, Any]) -> Replay:
     if doc.get("state_version") != STATE_VERSION:
         raise StateVersionError(f"partition state version {doc.get('state_version')!r}, this build reads {STATE_VERSION}")
-    p = Partition(tuple(doc["assignment"]), Config(**doc["config"]), VARIANTS[doc["protocol"]])
-    p.now_ms, p.step_number, p._generation = doc["now_ms"], doc["step_number"], doc["generation"]
+    replay = Replay(tuple(doc["assignment"]), Config(**doc["config"]), variant_named(doc["protocol"]))
+    p, o = replay.partition, replay.checker
+    p.now_ms, p.step_number, p.generation = doc["now_ms"], doc["step_number"], doc["generation"]
     p.compacted_offset, p.prefix_digest = doc["compacted_offset"], doc["prefix_digest"]
-    p._violated = set(doc["violated"])
+    o.violated = set(doc["violated"])
     c = doc["controller"]
     ctl = p.controller
     ctl.leader, ctl.leader_epoch, ctl.isr = c["leader"], c["leader_epoch"], tuple(c["isr"])
@@ -116,10 +119,11 @@ def from_document(doc: dict[str, Any]) -> Partition:
         r.log = Log(((e, v) for e, v in d["log"]), d["log_start"], None if d["log_before"] is None else tuple(d["log_before"]))
         r.hw, r.hw_checkpoint, r.recovery_point = d["hw"], d["hw_checkpoint"], d["recovery_point"]
         r.cache = LeaderEpochCache(p.variant.cache_semantics, d["cache"])
-        r.alive, r.halted, r.role = d["alive"], d["halted"], d["role"]
+        r.alive, r.halted, r.role = d["alive"], d["halted"], Role(d["role"])
         r.believed_leader, r.leader_epoch = d["believed_leader"], d["leader_epoch"]
         r.fresh_after_restart, r.processed_leader_and_isr = d["fresh_after_restart"], d["processed_leader_and_isr"]
-        r.fetch_state, r.last_response_hw = d["fetch_state"], d["last_response_hw"]
+        r.fetch_state = None if d["fetch_state"] is None else FetchState(d["fetch_state"])
+        r.last_response_hw = d["last_response_hw"]
         r.pending_requests = [LeaderAndIsrRequest(q[0], q[1], tuple(q[2]), q[3]) for q in d["pending_requests"]]
         ls = d["leadership"]
         r.leadership = None if ls is None else LeaderState(
@@ -129,17 +133,17 @@ def from_document(doc: dict[str, Any]) -> Partition:
             last_fetch_leader_leo=_int_keys(ls["last_fetch_leader_leo"]), last_fetch_ms=_int_keys(ls["last_fetch_ms"]),
             pending_acks=[PendingAck(*a) for a in ls["pending_acks"]], highest_hw=ls["highest_hw"],
         )
-    o, g = p.oracle, doc["oracle"]
+    g = doc["oracle"]
     o.committed = Log(((e, v) for e, v in g["committed"]), g["committed_start"],
                       None if g["committed_before"] is None else tuple(g["committed_before"]))
     o.committed_twice = [(off, (e, v)) for off, e, v in g["committed_twice"]]
-    o._committed_twice_set = set(o.committed_twice)
+    o.committed_twice_set = set(o.committed_twice)
     o.acked = {(off, (e, v)): AckInfo(step, frozenset(holders), lost) for off, e, v, step, holders, lost in g["acked"]}
     o.unclean_election, o.faultless = g["unclean_election"], g["faultless"]
-    o._pair_mismatch = {(a, b): mm for a, b, mm in g["pair_mismatch"]}
-    o._committed_mismatch = _int_keys(g["committed_mismatch"])
-    o._presumer_covered = _int_keys(g["presumer_covered"])
-    o._reported_losses = {(off, (e, v)) for off, e, v in g["reported_losses"]}
+    o.pair_mismatch = {(a, b): mm for a, b, mm in g["pair_mismatch"]}
+    o.committed_mismatch_of = _int_keys(g["committed_mismatch"])
+    o.presumer_covered = _int_keys(g["presumer_covered"])
+    o.reported_losses = {(off, (e, v)) for off, e, v in g["reported_losses"]}
     cur = g["loss_cursor"]
-    o._loss_cursor = None if cur is None else (tuple(cur[0]), cur[1], cur[2])
-    return p
+    o.loss_cursor = None if cur is None else (tuple(cur[0]), cur[1], cur[2])
+    return replay

@@ -90,3 +90,10 @@ KIP320 = replace(
 
 VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (HW, KIP101, KIP279, KIP320)}
 VARIANT_NAMES: tuple[str, ...] = tuple(VARIANTS)
+
+
+def variant_named(name: str) -> ProtocolVariant:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown protocol variant {name!r} (known: {', '.join(VARIANT_NAMES)})") from None

@@ -4,7 +4,8 @@ One root seed; every partition ``k`` draws from three independent streams derive
 ``replemu/<seed>/<k>/workload`` (replica count, config, produces), ``…/faults`` (crashes, power
 losses, lost responses, ISR shrinks) and ``…/scheduling`` (who fetches, which replicas hear a
 LeaderAndIsr late and when), so adding draws to one concern never shifts another.  Rates and
-budgets come from a profile in ``conf/workloads.yaml``.
+budgets come from a ``Profile`` (the user-editable table is ``conf/workloads.yaml``, read by
+``scenario_io.profiles``; ``profile_from_mapping`` is its one validator).
 
 The controller reacts as Kafka's does: a crashed broker is removed from the ISR
 (``controller_remove``) and, if the partition lost its leader, a new one is elected from the live
@@ -18,17 +19,14 @@ generated steps are the same for every variant.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
-import yaml
-
 from .partition import Partition
-from .scenario import Scenario, ScenarioError, _parse_step, parse_scenario
+from .scenario import Scenario, parse_partition, parse_scenario
+from .steps import parse_step
 from .variants import VARIANTS
 
-DEFAULT_PROFILES = Path(__file__).resolve().parent.parent / "conf" / "workloads.yaml"
 RATE_KEYS = ("produce", "fetch", "lost_response", "crash", "power", "restart", "fast_election",
              "late_leader_and_isr", "shrink_isr", "checkpoint_hw", "flush")
 
@@ -47,22 +45,55 @@ class Profile:
     rates: dict[str, float]
 
 
-def load_profiles(path: str | Path = DEFAULT_PROFILES) -> dict[str, Profile]:
-    if not Path(path).exists():
-        raise ScenarioError(f"{path}: the workload profiles file is missing (run from the source tree, or pass a profiles file)")
-    data = yaml.safe_load(Path(path).read_text())
-    profiles = {}
-    for name, p in data.items():
-        unknown = set(p.get("rates", {})) - set(RATE_KEYS)
-        if unknown:
-            raise ScenarioError(f"{path}: profile {name}: unknown rate {sorted(unknown)[0]!r}")
-        profiles[name] = Profile(
-            name=name, description=p.get("description", ""), replicas=tuple(p["replicas"]), steps=tuple(p["steps"]),
-            min_insync_replicas=tuple(p["min_insync_replicas"]), acks=tuple(str(a) for a in p["acks"]),
+class ProfileError(ValueError):
+    """An invalid workload profile: the message names the profile and the key."""
+
+
+PROFILE_KEYS = ("description", "replicas", "steps", "min_insync_replicas", "acks", "unclean", "explicit_hw_checkpoint",
+                "explicit_log_flush", "rates")
+
+
+def profile_from_mapping(name: str, p: Any) -> Profile:
+    """Validate one profile of the profiles table (``conf/workloads.yaml``)."""
+    def fail(reason: str):
+        raise ProfileError(f"profile {name}: {reason}")
+
+    if not isinstance(p, dict):
+        fail("must be a mapping")
+    unknown = sorted(str(k) for k in p if k not in PROFILE_KEYS)
+    if unknown:
+        fail(f"unknown key {unknown[0]!r} (allowed: {', '.join(PROFILE_KEYS)})")
+    rates = p.get("rates") or {}
+    if not isinstance(rates, dict):
+        fail("rates must be a mapping")
+    unknown = sorted(set(rates) - set(RATE_KEYS))
+    if unknown:
+        fail(f"unknown rate {unknown[0]!r}")
+    try:
+        return Profile(
+            name=name, description=str(p.get("description", "")), replicas=_pair(p["replicas"]), steps=_pair(p["steps"]),
+            min_insync_replicas=tuple(int(m) for m in p["min_insync_replicas"]), acks=tuple(str(a) for a in p["acks"]),
             unclean=float(p["unclean"]), explicit_hw_checkpoint=float(p["explicit_hw_checkpoint"]),
-            explicit_log_flush=float(p["explicit_log_flush"]), rates={k: float(p["rates"].get(k, 0.0)) for k in RATE_KEYS},
+            explicit_log_flush=float(p["explicit_log_flush"]), rates={k: float(rates.get(k, 0.0)) for k in RATE_KEYS},
         )
-    return profiles
+    except KeyError as exc:
+        fail(f"missing key {exc.args[0]!r}")
+    except (TypeError, ValueError) as exc:
+        fail(f"bad value: {exc}")
+
+
+def _pair(v: Any) -> tuple[int, int]:
+    lo, hi = (int(x) for x in v)
+    if not 1 <= lo <= hi:
+        raise ValueError(f"expected [low, high] with 1 <= low <= high, got {v}")
+    return lo, hi
+
+
+def profile_to_mapping(profile: Profile) -> dict[str, Any]:
+    """The profile as plain data (passed to a stream's executors as JSON)."""
+    d = asdict(profile)
+    d.pop("name")
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
 def streams(seed: int, partition: int) -> dict[str, random.Random]:
@@ -104,8 +135,8 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
     w, f, s = rng["workload"], rng["faults"], rng["scheduling"]
     header = _draw_header(w, seed, partition, profile)  # the workload stream continues after it
     replicas, config, r = header["replicas"], header["config"], profile.rates
-    shadow = Partition(tuple(replicas), parse_scenario({"name": "x", "replicas": replicas, "config": config, "steps": []}).config,
-                       VARIANTS["kip320"])
+    _, assignment, parsed = parse_partition(header, "generator")
+    shadow = Partition(assignment, parsed, VARIANTS["kip320"])
     late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
     emitted = produced = 0
 
@@ -113,7 +144,8 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
         nonlocal emitted
         burst.append(step)
         emitted += 1
-        shadow.apply(_parse_step("generator", emitted, step, tuple(replicas)))
+        (kind, args), = step.items()
+        shadow.apply(parse_step(kind, args, tuple(replicas)))
 
     first: list[dict] = []
     emit({"elect": {}}, first)

@@ -1,4 +1,2 @@
-"""Great Expectations suites generated from ``emulator.invariants.REGISTRY`` (issue 4).
-
-Not built yet; the registry already carries the exact invariant names the suites will use.
-"""
+"""Great Expectations suites generated from ``emulator.invariants.REGISTRY``, run on every
+micro-batch of the streaming job (``expectations.suites.ExpectationsObserver``)."""

@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from emulator.invariants import INVARIANTS, REGISTRY
+from streaming.job import write_batch_dir
+from streaming.results import violated_in_summary
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
@@ -89,9 +93,7 @@ def frames_from_outputs(pdf) -> dict[str, Any]:
         contiguous = all(
             [rec[0] for rec in r["log"]] == list(range(start, start + len(r["log"]))) for r in final["replicas"].values()
         )
-        violated = set(filter(None, (s.get("violated") or "").split(",")))
-        if isinstance(s.get("convergence"), str):
-            violated.add("EventualConvergence")
+        violated = violated_in_summary(s)
         part_rows.append({
             "partition_key": f"{s['topic']}/{s['partition']}",
             "leader_in_isr": c["leader"] is None or c["leader"] in c["isr"], "offsets_contiguous": contiguous,
@@ -202,3 +204,52 @@ class BatchValidator:
             return None
         self.context.build_data_docs(site_names=["replemu"])
         return self.docs_dir / "index.html"
+
+
+VALIDATION_COLUMNS = ("invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs")
+
+
+def write_validations(output_dir: Path, batch_id: int, rows: list[dict]) -> None:
+    """``OUTPUT/validations/batch_id=N/part-0.parquet``: one row per expectation, replaced on replay."""
+    import pyarrow as pa
+
+    schema = pa.schema([("invariant", pa.string()), ("expectation", pa.string()), ("frame", pa.string()),
+                        ("success", pa.bool_()), ("unexpected_count", pa.int64()), ("partitions", pa.list_(pa.string())),
+                        ("docs", pa.string())])
+    rows = sorted(rows, key=lambda r: (r["frame"] or "", r["invariant"] or "", r["expectation"]))
+    table = pa.Table.from_pylist([{k: r[k] for k in VALIDATION_COLUMNS} for r in rows], schema=schema)
+    write_batch_dir(output_dir / "validations" / f"batch_id={batch_id}", table)
+
+
+@dataclass
+class ExpectationsObserver:
+    """The streaming job's ``BatchObserver``: validates every micro-batch's outputs, writes
+    ``OUTPUT/validations`` and the GX Data Docs; a failure never stops the stream."""
+
+    docs_every: int = 20  # rebuild the Data Docs every N batches (and at the end of a run)
+    validation_ms: list[float] = field(default_factory=list)
+    _validator: Any = None
+
+    def validator(self, output_dir: Path) -> BatchValidator:
+        if self._validator is None:
+            self._validator = BatchValidator(Path(output_dir) / "data_docs")
+        return self._validator
+
+    def on_batch(self, pdf, batch_id: int, output_dir: Path) -> None:
+        started = time.perf_counter()
+        try:
+            rows = self.validator(output_dir).validate(frames_from_outputs(pdf), batch_id)
+        except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
+            rows = [{"batch_id": batch_id, "invariant": None, "expectation": "validation_error", "frame": None,
+                     "success": False, "unexpected_count": 0, "partitions": [], "docs": f"{type(exc).__name__}: {exc}"}]
+        self.validation_ms.append((time.perf_counter() - started) * 1000)
+        write_validations(Path(output_dir), batch_id, rows)
+        if self.docs_every and batch_id % self.docs_every == 0:
+            self.finish(output_dir)
+
+    def finish(self, output_dir: Path) -> None:
+        if self._validator is not None:
+            try:
+                self._validator.build_docs()
+            except Exception as exc:  # noqa: BLE001
+                print(f"replemu: Data Docs not built: {exc}", file=sys.stderr)

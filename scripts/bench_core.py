@@ -18,17 +18,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from emulator import VARIANTS, Partition  # noqa: E402
-from emulator.scenario import (  # noqa: E402
-    CheckpointHw, Config, Crash, Elect, Fetch, LeaderAndIsr, Produce, Restart, ShrinkIsr, Tick,
+from emulator import VARIANTS, Config, Replay  # noqa: E402
+from emulator.steps import (  # noqa: E402
+    CheckpointHw, Crash, Elect, Fetch, LeaderAndIsr, Produce, Restart, ShrinkIsr, Tick,
 )
 
 REPLICAS = (1, 2, 3)
 
 
-def filled_partition(protocol: str, size: int) -> Partition:
+def filled_partition(protocol: str, size: int) -> Replay:
     """Three replicas in sync, every log ``size`` records long, HW = LEO."""
-    p = Partition(REPLICAS, Config(acks="1"), VARIANTS[protocol])
+    p = Replay(REPLICAS, Config(acks="1"), VARIANTS[protocol])
     p.apply(Elect())
     produced = 0
     while produced < size:
@@ -40,7 +40,7 @@ def filled_partition(protocol: str, size: int) -> Partition:
     return p
 
 
-def steady_state(p: Partition, steps: int) -> float:
+def steady_state(p: Replay, steps: int) -> float:
     """produce(acks=all) -> fetch(2) -> fetch(3), repeated: steps per second."""
     pattern = [Fetch(replica=2), Fetch(replica=3)]
     start = time.perf_counter()
@@ -51,7 +51,7 @@ def steady_state(p: Partition, steps: int) -> float:
     return (steps // 3 * 3) / (time.perf_counter() - start)
 
 
-def random_mix(p: Partition, steps: int, rng: random.Random) -> float:
+def random_mix(p: Replay, steps: int, rng: random.Random) -> float:
     """Produces and fetches with crashes, restarts, elections, ISR shrinks and ticks."""
     mix = []
     for i in range(steps):

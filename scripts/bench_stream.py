@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from emulator import VARIANTS, Partition, parse_scenario  # noqa: E402
-from emulator.scenario import Config, Elect, Fetch, Produce  # noqa: E402
+from emulator import VARIANTS, Config, Replay, parse_scenario  # noqa: E402
+from emulator.steps import Elect, Fetch, Produce  # noqa: E402
 from streaming.events import scenario_rows, write_event_files  # noqa: E402
 
 
@@ -57,7 +57,7 @@ def core_alone(scenarios, protocol: str) -> float:
     start = time.perf_counter()
     n = 0
     for s in scenarios:
-        p = Partition(s.replicas, s.config, VARIANTS[protocol])
+        p = Replay(s.replicas, s.config, VARIANTS[protocol])
         for step in s.steps:
             p.apply(step)
             n += 1
@@ -89,9 +89,9 @@ def durations(progress: list[dict]) -> list[float]:
 
 def state_bytes(records: int) -> int:
     from streaming.processor import COMPACT_MIN_RECORDS
-    from streaming.state_codec import pack_partition
+    from streaming.state_codec import pack_replay
 
-    p = Partition((1, 2, 3), Config(acks="1"), VARIANTS["kip320"])
+    p = Replay((1, 2, 3), Config(acks="1"), VARIANTS["kip320"])
     p.apply(Elect())
     batch = 1000
     for i in range(records // batch):
@@ -99,7 +99,7 @@ def state_bytes(records: int) -> int:
         for f in (2, 3, 2, 3):
             p.apply(Fetch(replica=f))
         p.compact(COMPACT_MIN_RECORDS)
-    return sum(len(v) for v in pack_partition(p).values())
+    return sum(len(v) for v in pack_replay(p).values())
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """spark-submit entry point for the streaming job (a cluster, or any master spark-submit knows).
 
-    python -m zipfile -c replemu.zip emulator streaming
+    python -m zipfile -c replemu.zip emulator scenario_io streaming expectations replemu
     spark-submit --master spark://HOST:7077 --py-files replemu.zip scripts/stream_job.py \\
         --input DIR --output DIR --checkpoint DIR --protocol kip320
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from emulator.cli import main  # noqa: E402
+from replemu.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(["stream", *sys.argv[1:]]))

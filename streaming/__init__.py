@@ -1,4 +1,3 @@
-"""The Spark Structured Streaming adapter (issue 3): decode, sort by sequence, step the core, encode.
-
-Not built yet; ``emulator`` is the core it will step.
-"""
+"""The Spark Structured Streaming adapter: event sources, the per-partition batch function, the
+state codec, the Parquet sinks, and reading a job's outputs back (``streaming.results``).
+Imports ``emulator`` only."""

@@ -1,24 +1,11 @@
 """The event table: one row per scenario step, keyed by (topic, partition), ordered by ``seq``.
 
-Schema (JSON lines or Parquet; see ``EVENT_SCHEMA``):
-
-=========  ======  =====================================================================
-column     type    meaning
-=========  ======  =====================================================================
-topic      string  the partition key's topic: the scenario's ``topic`` if the file names
-                   one, else its ``name``
-partition  int     the scenario's ``partition`` (default 0)
-seq        long    per-partition sequence number: 0 is the header row, steps are 1..N
-type       string  ``partition`` for the header, else a step type of the scenario contract
-args       string  a JSON object: the step's arguments exactly as in the scenario YAML; for
-                   the header ``{"scenario", "replicas", "config"}``
-=========  ======  =====================================================================
-
-``compile_scenarios`` turns scenario files into event files, optionally split into N files
-(file k holds the k-th contiguous slice of every partition's rows) so that a stream reading
-one file per trigger sees many micro-batches.  Files are published atomically (written under
-a hidden name, then renamed), as a file source requires, with modification times 1 ms apart in
-file order, the order in which the file source takes them.
+The columns are ``streaming.schemas.EVENT_FIELDS`` (JSON lines or Parquet).
+``write_event_files`` writes rows as event files, optionally split into N files (file k holds
+the k-th contiguous slice of every partition's rows) so that a stream reading one file per
+trigger sees many micro-batches.  Files are published atomically (written under a hidden name,
+then renamed), as a file source requires, with modification times 1 ms apart in file order, the
+order in which the file source takes them.
 """
 
 from __future__ import annotations
@@ -27,12 +14,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Iterable
 
-from emulator.scenario import Scenario, ScenarioError, config_to_dict, load_scenario, step_to_dict
+from emulator.config import config_to_dict
+from emulator.scenario import Scenario
+from emulator.steps import step_to_dict
 
-HEADER_TYPE = "partition"
-EVENT_COLUMNS = ("topic", "partition", "seq", "type", "args")
+from .schemas import HEADER_TYPE, event_arrow_schema
 
 
 def partition_key(s: Scenario) -> tuple[str, int]:
@@ -54,16 +41,15 @@ def scenario_rows(s: Scenario) -> list[dict]:
     return rows
 
 
-def load_all(paths: Iterable[str | Path]) -> list[Scenario]:
-    """Validate every file, and refuse two files that map to the same partition key."""
-    scenarios = [load_scenario(p) for p in paths]
+def duplicate_keys(scenarios: list[Scenario]) -> str | None:
+    """The first scenario whose partition key another one already has, as a message."""
     seen: dict[tuple[str, int], str] = {}
     for s in scenarios:
         key = partition_key(s)
         if key in seen:
-            raise ScenarioError(f"{s.source}: partition key {key[0]}/{key[1]} is also the key of {seen[key]}")
+            return f"{s.source}: partition key {key[0]}/{key[1]} is also the key of {seen[key]}"
         seen[key] = s.source
-    return scenarios
+    return None
 
 
 def _slices(rows: list[dict], n: int) -> list[list[dict]]:
@@ -82,7 +68,8 @@ def _publish(path: Path, write) -> None:
     os.replace(tmp, path)
 
 
-def write_event_files(rows_per_partition: list[list[dict]], out_dir: str | Path, split: int = 1, fmt: str = "jsonl", prefix: str = "events") -> list[Path]:
+def write_event_files(rows_per_partition: list[list[dict]], out_dir: str | Path, split: int = 1, fmt: str = "jsonl",
+                      prefix: str = "events") -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     per_file: list[list[dict]] = [[] for _ in range(split)]
@@ -94,14 +81,12 @@ def write_event_files(rows_per_partition: list[list[dict]], out_dir: str | Path,
     for k, rows in enumerate(per_file):
         if not rows:
             continue
-        path = out / f"{prefix}-{k:05d}.{ 'parquet' if fmt == 'parquet' else 'jsonl'}"
+        path = out / f"{prefix}-{k:05d}.{'parquet' if fmt == 'parquet' else 'jsonl'}"
         if fmt == "parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            table = pa.Table.from_pylist(rows, schema=pa.schema([
-                ("topic", pa.string()), ("partition", pa.int32()), ("seq", pa.int64()), ("type", pa.string()), ("args", pa.string()),
-            ]))
+            table = pa.Table.from_pylist(rows, schema=event_arrow_schema())
             _publish(path, lambda tmp: pq.write_table(table, tmp))
         else:
             text = "".join(json.dumps(r) + "\n" for r in rows)
@@ -110,8 +95,3 @@ def write_event_files(rows_per_partition: list[list[dict]], out_dir: str | Path,
         os.utime(path, ns=(base_ns + k * 1_000_000, base_ns + k * 1_000_000))
         paths.append(path)
     return paths
-
-
-def compile_scenarios(paths: Iterable[str | Path], out_dir: str | Path, split: int = 1, fmt: str = "jsonl") -> list[Path]:
-    scenarios = load_all(paths)
-    return write_event_files([scenario_rows(s) for s in scenarios], out_dir, split=split, fmt=fmt)

@@ -5,7 +5,9 @@
 
 Every output kind is written under ``OUTPUT/<kind>/batch_id=<id>/``; a batch that Spark
 replays after a restart replaces its own directory, so each micro-batch lands exactly once.
-Settings come from ``conf/spark.conf`` (``key value`` lines); ``--master`` overrides the master.
+Default settings are the packaged ``spark.conf`` (``conf/spark.conf`` in the source tree,
+``key value`` lines); ``--master`` overrides the master.  A ``BatchObserver`` (the expectation
+suites, given by the application) sees every micro-batch's output rows after they landed.
 """
 
 from __future__ import annotations
@@ -14,38 +16,31 @@ import json
 import os
 import shutil
 import sys
-import time
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONF = ROOT / "conf" / "spark.conf"
-
-
-# Used when the package runs without its source tree (no conf/spark.conf next to it).
-BUILTIN_CONF = {
-    "spark.master": "local[*]", "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-    "spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
-}
+from .triggers import Trigger, parse_trigger
 
 
-def read_spark_conf(path: str | Path = DEFAULT_CONF) -> dict[str, str]:
-    if not Path(path).exists() and Path(path) == DEFAULT_CONF:
-        return dict(BUILTIN_CONF)
+def read_spark_conf(path: str | Path | None = None) -> dict[str, str]:
+    """``key value`` lines of ``path``, or of the packaged defaults (``conf/spark.conf``)."""
+    source = str(path) if path else "spark.conf (packaged)"
+    text = Path(path).read_text() if path else resources.files("streaming").joinpath("data/spark.conf").read_text()
     conf = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.partition(" ")
         if not sep:
-            raise ValueError(f"{path}: line {number}: expected 'key value', got {line!r}")
+            raise ValueError(f"{source}: line {number}: expected 'key value', got {line!r}")
         conf[key] = value.strip()
     return conf
 
 
-def build_spark(master: str | None = None, conf_path: str | Path = DEFAULT_CONF, app_name: str = "replemu"):
+def build_spark(master: str | None = None, conf_path: str | Path | None = None, app_name: str = "replemu"):
     """A SparkSession with the project's settings; the Python workers use this interpreter."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -113,6 +108,15 @@ class BatchStats:
     duration_s: float = 0.0
 
 
+class BatchObserver(Protocol):
+    """Sees each micro-batch's output rows (pandas, the multiplexed ``OUTPUT_SCHEMA``) once they
+    landed; must never raise into the query.  ``finish`` runs when the query ends."""
+
+    def on_batch(self, pdf, batch_id: int, output_dir: Path) -> None: ...
+
+    def finish(self, output_dir: Path) -> None: ...
+
+
 @dataclass
 class ParquetSink:
     """foreachBatch sink: each kind's rows of batch N replace ``OUTPUT/<kind>/batch_id=N``."""
@@ -120,39 +124,11 @@ class ParquetSink:
     output_dir: Path
     on_batch: Callable[[BatchStats], None] | None = None
     stats: list[BatchStats] = field(default_factory=list)
-    validate: bool = True
-    docs_every: int = 20  # rebuild the Data Docs every N batches (and at the end of a run)
-    validation_ms: list[float] = field(default_factory=list)
-    _validator: Any = None
+    observer: BatchObserver | None = None
 
-    def validator(self):
-        if self._validator is None:
-            from expectations.suites import BatchValidator
-
-            self._validator = BatchValidator(self.output_dir / "data_docs")
-        return self._validator
-
-    def _validate(self, pdf, batch_id: int) -> None:
-        """Run the expectation suites on this batch's outputs; a failure never stops the stream."""
-        from expectations.suites import frames_from_outputs
-
-        started = time.perf_counter()
-        try:
-            rows = self.validator().validate(frames_from_outputs(pdf), batch_id)
-        except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
-            rows = [{"batch_id": batch_id, "invariant": None, "expectation": "validation_error", "frame": None,
-                     "success": False, "unexpected_count": 0, "partitions": [], "docs": f"{type(exc).__name__}: {exc}"}]
-        self.validation_ms.append((time.perf_counter() - started) * 1000)
-        write_validations(self.output_dir, batch_id, rows)
-        if self.docs_every and batch_id % self.docs_every == 0:
-            self.build_docs()
-
-    def build_docs(self) -> None:
-        if self._validator is not None:
-            try:
-                self._validator.build_docs()
-            except Exception as exc:  # noqa: BLE001
-                print(f"replemu: Data Docs not built: {exc}", file=sys.stderr)
+    def finish(self) -> None:
+        if self.observer is not None:
+            self.observer.finish(self.output_dir)
 
     def __call__(self, df, batch_id: int) -> None:
         import pyarrow as pa
@@ -173,39 +149,13 @@ class ParquetSink:
             sort_by = [c for c in ("topic", "partition", "seq", "idx", "replica") if c in cols]
             part = part[cols].sort_values(sort_by, kind="stable").reset_index(drop=True)
             write_batch_dir(target, pa.Table.from_pandas(part, schema=arrow_schema(kind), preserve_index=False))
-        if self.validate:
-            self._validate(pdf, batch_id)
+        if self.observer is not None:
+            self.observer.on_batch(pdf, batch_id, self.output_dir)
         touched = pdf[pdf["kind"] != "quarantine"][["topic", "partition"]].drop_duplicates()
         stats = BatchStats(batch_id, counts, len(touched), counts["violations"], counts["quarantine"])
         self.stats.append(stats)
         if self.on_batch:
             self.on_batch(stats)
-
-
-def spark_interval(text: str) -> str:
-    """``5s`` / ``500ms`` / ``2m`` (the CLI's short forms) -> Spark's ``5 seconds`` etc."""
-    import re
-
-    m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h)\s*", text)
-    if not m:
-        return text  # already Spark's form, e.g. "5 seconds"
-    unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}[m.group(2)]
-    return f"{m.group(1)} {unit}"
-
-
-VALIDATION_COLUMNS = ("invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs")
-
-
-def write_validations(output_dir: Path, batch_id: int, rows: list[dict]) -> None:
-    """``OUTPUT/validations/batch_id=N/part-0.parquet``: one row per expectation, replaced on replay."""
-    import pyarrow as pa
-
-    schema = pa.schema([("invariant", pa.string()), ("expectation", pa.string()), ("frame", pa.string()),
-                        ("success", pa.bool_()), ("unexpected_count", pa.int64()), ("partitions", pa.list_(pa.string())),
-                        ("docs", pa.string())])
-    rows = sorted(rows, key=lambda r: (r["frame"] or "", r["invariant"] or "", r["expectation"]))
-    table = pa.Table.from_pylist([{k: r[k] for k in VALIDATION_COLUMNS} for r in rows], schema=schema)
-    write_batch_dir(output_dir / "validations" / f"batch_id={batch_id}", table)
 
 
 def write_batch_dir(target: Path, table) -> None:
@@ -229,10 +179,17 @@ def detect_format(input_dir: Path) -> str:
 
 
 def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str,
-                 trigger: str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
+                 trigger: Trigger | str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
-                 compact_min_records: int | None = None, validate: bool = True, workload: dict | None = None):
-    """Start the query; returns ``(query, sink)``."""
+                 compact_min_records: int | None = None, observer: BatchObserver | None = None,
+                 workload: dict | None = None):
+    """Start the query; returns ``(query, sink)``.
+
+    ``workload`` (instead of ``input_dir``): ``{"seed", "profile", "profile_spec", "partitions",
+    "steps_per_batch", "max_steps"}`` with the profile as data (``profile_spec``, JSON), so
+    executors need no files.
+    """
+    trigger = parse_trigger(trigger) if isinstance(trigger, str) else trigger
     from pyspark.sql.functions import lit
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -264,22 +221,15 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     # A processing-time timeout makes Spark schedule another (empty) batch forever, so an
     # available-now or once run, which must end when the input is drained, runs without one;
     # partitions still waiting for a sequence number are then reported from the state store.
-    timeout = GroupStateTimeout.ProcessingTimeTimeout if trigger.startswith("processing-time=") else GroupStateTimeout.NoTimeout
+    timeout = GroupStateTimeout.NoTimeout if trigger.drains else GroupStateTimeout.ProcessingTimeTimeout
     outputs = events.groupBy("topic", "partition").applyInPandasWithState(
         make_state_function(protocol, gap_timeout_ms if timeout == GroupStateTimeout.ProcessingTimeTimeout else None,
                             COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records),
         OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
     )
-    sink = ParquetSink(output_dir, on_batch=on_batch, validate=validate)
+    sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer)
     writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    elif trigger == "once":
-        writer = writer.trigger(once=True)
-    elif trigger.startswith("processing-time="):
-        writer = writer.trigger(processingTime=spark_interval(trigger.split("=", 1)[1]))
-    else:
-        raise ValueError(f"unknown trigger {trigger!r}")
+    writer = trigger.apply(writer)
     (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "input": str(input_dir), "format": fmt,
                                                      "workload": workload}) + "\n")
     return writer.start(), sink
@@ -296,17 +246,18 @@ def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
 
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
-               compact_min_records=None, validate=True, workload=None) -> list[BatchStats]:
+               compact_min_records=None, observer=None, workload=None) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time).
 
     Prints one progress line per micro-batch from Spark's query progress and the sink's counts.
     """
+    trigger = parse_trigger(trigger) if isinstance(trigger, str) else trigger
     own = spark is None
     spark = spark or build_spark(master)
     try:
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
-                                   validate=validate, workload=workload)
+                                   observer=observer, workload=workload)
         printed = set()
 
         def drain() -> None:
@@ -327,8 +278,8 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
             drain()
         query.awaitTermination()  # re-raises a query failure
         drain()
-        sink.build_docs()
-        if trigger in ("available-now", "once"):
+        sink.finish()
+        if trigger.drains:
             report_gaps(spark, checkpoint_dir, output_dir, out=None if quiet else out)
         return sink.stats
     finally:

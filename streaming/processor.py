@@ -13,15 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from emulator.invariants import eventual_convergence
-from emulator.partition import Partition
-from emulator.run import compacted_prefix, replica_snapshot, state_snapshot
-from emulator.scenario import Config, ScenarioError, _parse_step, describe_step, parse_scenario
-from emulator.variants import VARIANTS
+from emulator.result import compacted_prefix, replica_snapshot, state_snapshot
+from emulator.run import Replay
+from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
+from emulator.steps import describe_step
+from emulator.variants import variant_named
 
-from .events import HEADER_TYPE
-from .schemas import OUTPUT_COLUMNS
-from .state_codec import _dumps, empty_state, pack_partition, unpack_partition
+from .schemas import HEADER_TYPE, OUTPUT_COLUMNS
+from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
 
 
 def _row(kind: str, topic, partition, **fields) -> dict[str, Any]:
@@ -52,16 +51,19 @@ class _Batch:
         self.emit("quarantine", event.get("seq"), reason=reason, raw=event.get("raw") or _raw(event))
 
 
-def _parse_header(event: dict) -> tuple[str, tuple[int, ...], Config]:
-    args = json.loads(event["args"])
+HEADER_KEYS = ("scenario", "replicas", "config")
+
+
+def parse_header(args_json: str):
+    """The partition header's ``{"scenario", "replicas", "config"}`` -> (name, replicas, Config)."""
+    args = json.loads(args_json)
     if not isinstance(args, dict):
         raise ScenarioError("header args must be a JSON object")
-    unknown = sorted(set(args) - {"scenario", "replicas", "config"})
+    unknown = sorted(set(args) - set(HEADER_KEYS))
     if unknown:
         raise ScenarioError(f"unknown header key {unknown[0]!r}")
-    s = parse_scenario({"name": args.get("scenario"), "replicas": args.get("replicas"), "config": args.get("config") or {}, "steps": []},
-                       source="header")
-    return s.name, s.replicas, s.config
+    return parse_partition({"name": args.get("scenario"), "replicas": args.get("replicas"), "config": args.get("config")},
+                           source="header")
 
 
 # Scenario-sized partitions stay uncompacted, so ``replemu results`` matches ``replemu run``.
@@ -105,7 +107,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         else:
             waiting[int(seq)] = {"seq": int(seq), "type": e["type"], "args": e["args"]}
 
-    p: Partition | None = unpack_partition(st) if st["header"] == "ok" else None
+    replay: Replay | None = unpack_replay(st) if st["header"] == "ok" else None
     applied = 0
     while st["next_seq"] in waiting:
         e = waiting.pop(st["next_seq"])
@@ -119,48 +121,50 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
                     st["header"] = "invalid"
                 continue
             try:
-                name, replicas, config = _parse_header(e)
+                name, replicas, config = parse_header(e["args"])
             except (ScenarioError, ValueError) as exc:
                 batch.quarantine(e, f"invalid partition header: {exc}")
                 st["header"] = "invalid"
                 continue
             st["scenario"], st["header"] = name, "ok"
             batch.scenario = name
-            p = Partition(replicas, config, VARIANTS[protocol])
+            replay = Replay(replicas, config, variant_named(protocol))
             continue
         if st["header"] != "ok":
             batch.quarantine(e, f"seq {seq}: the partition has no valid header (seq 0)")
             continue
         try:
             args = json.loads(e["args"])
-            step = _parse_step(f"{topic}/{partition}", int(seq), {e["type"]: args}, p.assignment)
+            step = step_from_mapping(f"{topic}/{partition}", int(seq), {e["type"]: args}, replay.partition.assignment)
         except ScenarioError as exc:
             batch.quarantine(e, str(exc))
             continue
         except ValueError as exc:
             batch.quarantine(e, f"seq {seq}: args are not JSON: {exc}")
             continue
-        _apply(p, step, int(seq), batch)
+        _apply(replay, step, int(seq), batch)
         st["steps_applied"] += 1
         applied += 1
 
-    if p is not None:
-        p.compact(compact_min_records)
-        st.update(pack_partition(p))
+    if replay is not None:
+        p, g = replay.partition, replay.checker
+        replay.compact(compact_min_records)
+        st.update(pack_replay(replay))
         st["controller_leader"] = p.controller.leader
         st["controller_epoch"] = p.controller.leader_epoch
-        st["violated"] = ",".join(sorted(p._violated))
+        st["violated"] = ",".join(sorted(g.violated))
         if applied:
-            _summary(p, st, batch)
+            _summary(replay, st, batch)
     st["waiting"] = _dumps([[s, w["type"], w["args"]] for s, w in sorted(waiting.items())])
     if 0 <= st["gap_reported_seq"] < st["next_seq"]:
         st["gap_reported_seq"] = -1  # that gap was filled; a later one is reported afresh
     return batch.rows, st, bool(waiting)
 
 
-def _apply(p: Partition, step, seq: int, batch: _Batch) -> None:
-    losses_before = len(p.oracle.losses)
-    out = p.apply(step)
+def _apply(replay: Replay, step, seq: int, batch: _Batch) -> None:
+    p, g = replay.partition, replay.checker
+    losses_before = len(g.losses)
+    out = replay.apply(step)
     description = describe_step(step)
     c = p.controller
     isr = json.dumps(sorted(c.isr))
@@ -174,22 +178,24 @@ def _apply(p: Partition, step, seq: int, batch: _Batch) -> None:
         )
     for v in out.violations:
         batch.emit("violations", seq, at_step=v["step"], invariant=v["invariant"], detail=v["detail"])
-    for loss in p.oracle.losses[losses_before:]:
+    for loss in g.losses[losses_before:]:
         batch.emit("losses", seq, at_step=loss["step"], offset=loss["offset"], value=loss["value"], acked=loss["acked"], allowed=loss["allowed"])
     for err in out.errors:
         batch.emit("errors", seq, at_step=err["step"], error=err["error"])
     p.errors.clear()  # already emitted; the stream keeps no output history in state
-    p.violations.clear()
-    p.oracle.losses.clear()
+    g.violations.clear()
+    g.losses.clear()
 
 
-def _summary(p: Partition, st: dict, batch: _Batch) -> None:
+def _summary(replay: Replay, st: dict, batch: _Batch) -> None:
+    p, g = replay.partition, replay.checker
     c = p.controller
     hws = [r.hw for r in p.replicas.values()]
     batch.emit(
         "summary", st["steps_applied"], protocol=p.variant.name, steps=st["steps_applied"], leader=c.leader,
         controller_epoch=c.leader_epoch, isr=json.dumps(sorted(c.isr)), min_hw=min(hws), max_hw=max(hws),
-        violations_so_far=len(p._violated), violated=",".join(sorted(p._violated)), convergence=eventual_convergence(p),
+        violations_so_far=len(g.violated), violated=",".join(sorted(g.violated)),
+        final_findings=json.dumps(g.final_findings(p), separators=(",", ":")),
         compacted_prefix=json.dumps(compacted_prefix(p)) if p.compacted_offset else None,
         final=json.dumps(state_snapshot(p), separators=(",", ":")),
     )

@@ -3,8 +3,12 @@
 Built only from the Parquet outputs (the latest partition summary holds the ``final`` state;
 violations, losses and errors are the rows the stream emitted, in emission order), never by
 re-running the core, so a streamed run and ``replemu run --json`` compare with any tool.
-EventualConvergence is judged at the end of a run: a partition's latest summary carries the
-judgement as of its last step, and it is reported at that step.
+The final tier of invariants (EventualConvergence) is judged at the end of a run: every
+summary carries that judgement as of its last step (``final_findings``), and the latest one is
+reported at that step (``violated_in_summary`` is the one reading of a summary row).
+
+This module is the public API for reading a job's outputs (the dashboard and the expectation
+suites use it).
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from emulator.run import RESULT_FORMAT
+from emulator.result import result_object
 
 
-def _read(output_dir: Path, kind: str):
+def read_output(output_dir: str | Path, kind: str):
+    """One output kind of a job (``timeline``, ``summary``, ``validations`` ...) as pandas, with
+    its ``batch_id``; an empty frame when the job wrote none."""
+    output_dir = Path(output_dir)
     import pandas as pd
     import pyarrow.dataset as ds
 
@@ -35,7 +42,7 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
     output_dir = Path(output_dir)
     if not (output_dir / "run.json").exists():
         raise ResultsError(f"{output_dir}: not a replemu stream output directory (no run.json)")
-    summary = _read(output_dir, "summary")
+    summary = read_output(output_dir, "summary")
     if summary.empty:
         return []
     summary = summary.sort_values(["topic", "partition", "batch_id"], kind="stable")
@@ -43,7 +50,7 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
     # Each kind's rows grouped by partition once, in emission order (not filtered per partition).
     grouped: dict[str, dict[tuple[str, int], list[dict]]] = {}
     for kind in ("violations", "losses", "errors"):
-        t = _read(output_dir, kind)
+        t = read_output(output_dir, kind)
         grouped[kind] = {} if t.empty else {
             (str(topic), int(partition)): g.to_dict("records")
             for (topic, partition), g in t.sort_values(["topic", "partition", "seq", "idx"], kind="stable").groupby(
@@ -57,28 +64,32 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
     for s in latest.to_dict("records"):
         topic, partition = s["topic"], int(s["partition"])
         violations = [{"invariant": r["invariant"], "step": int(r["at_step"]), "detail": r["detail"]} for r in rows_of("violations", topic, partition)]
-        if isinstance(s["convergence"], str) and not any(v["invariant"] == "EventualConvergence" for v in violations):
-            violations.append({"invariant": "EventualConvergence", "step": int(s["steps"]), "detail": s["convergence"]})
-        results.append({
-            "format": RESULT_FORMAT,
-            "scenario": s["scenario"],
-            "protocol": s["protocol"],
-            "steps": int(s["steps"]),
-            "final": json.loads(s["final"]),
-            "violations": violations,
-            "losses": [
-                {"offset": int(r["offset"]), "value": r["value"], "acked": bool(r["acked"]), "allowed": bool(r["allowed"]), "step": int(r["at_step"])}
-                for r in rows_of("losses", topic, partition)
-            ],
-            "errors": [{"step": int(r["at_step"]), "error": r["error"]} for r in rows_of("errors", topic, partition)],
-        })
-        if isinstance(s.get("compacted_prefix"), str):
-            results[-1]["compacted_prefix"] = json.loads(s["compacted_prefix"])
+        seen = {v["invariant"] for v in violations}
+        violations += [f for f in final_findings(s) if f["invariant"] not in seen]
+        results.append(result_object(
+            s["scenario"], s["protocol"], int(s["steps"]), json.loads(s["final"]), violations,
+            [{"offset": int(r["offset"]), "value": r["value"], "acked": bool(r["acked"]), "allowed": bool(r["allowed"]), "step": int(r["at_step"])}
+             for r in rows_of("losses", topic, partition)],
+            [{"step": int(r["at_step"]), "error": r["error"]} for r in rows_of("errors", topic, partition)],
+            json.loads(s["compacted_prefix"]) if isinstance(s.get("compacted_prefix"), str) else None,
+        ))
     return results
 
 
+def final_findings(summary_row: dict) -> list[dict]:
+    """The final-tier invariants a summary row judged broken as of its last step."""
+    text = summary_row.get("final_findings")
+    return json.loads(text) if isinstance(text, str) else []
+
+
+def violated_in_summary(summary_row: dict) -> set[str]:
+    """Every invariant a summary row says is broken: the per-step ones so far and the final tier now."""
+    names = set(filter(None, (summary_row.get("violated") or "").split(",")))
+    return names | {f["invariant"] for f in final_findings(summary_row)}
+
+
 def quarantine_rows(output_dir: str | Path) -> list[dict[str, Any]]:
-    q = _read(Path(output_dir), "quarantine")
+    q = read_output(output_dir, "quarantine")
     if q.empty:
         return []
     q = q.sort_values(["batch_id", "topic", "partition", "seq", "idx"], kind="stable", na_position="first")

@@ -1,4 +1,8 @@
-"""Spark schemas of the job: events in, the multiplexed output rows, and the partition state.
+"""Every schema of the job, in one place: events in, the multiplexed output rows, the state.
+
+The event table (``EVENT_FIELDS``) is the one description of an input row: the Spark schema,
+the Arrow schema of Parquet event files, the DDL string of the workload source and the docs
+are all derived from it.  The step kinds in its ``type`` column are ``emulator.steps.STEP_TABLE``.
 
 The state schema is flat: typed scalars (readable with ``spark.read.format("statestore")``
 under ``value.*``) and binary fields whose layout ``streaming.state_codec`` documents.  No
@@ -7,17 +11,51 @@ ArrayType or MapType field appears in it (pyspark 4.3.0 fails on those in state)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql.types import (
     BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType,
 )
 
-EVENT_SCHEMA = StructType([
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("seq", LongType()),
-    StructField("type", StringType()),
-    StructField("args", StringType()),
-])
+from emulator.steps import STEP_KINDS
+
+HEADER_TYPE = "partition"  # the ``type`` of a partition's header row (seq 0)
+
+
+@dataclass(frozen=True)
+class EventField:
+    name: str
+    type: str  # "string" | "int" | "long"
+    doc: str
+
+
+EVENT_FIELDS: tuple[EventField, ...] = (
+    EventField("topic", "string", "the partition key's topic: the scenario's `topic` if the file names one, else its `name`"),
+    EventField("partition", "int", "the scenario's `partition` (default 0)"),
+    EventField("seq", "long", "per-partition sequence number: 0 is the header row, steps are 1..N"),
+    EventField("type", "string", f"`{HEADER_TYPE}` for the header, else a step kind: {', '.join(STEP_KINDS)}"),
+    EventField("args", "string", "a JSON object: the step's arguments exactly as in the scenario YAML; for the "
+                                 "header `{\"scenario\", \"replicas\", \"config\"}`"),
+)
+EVENT_COLUMNS: tuple[str, ...] = tuple(f.name for f in EVENT_FIELDS)
+_SPARK_TYPES = {"string": StringType(), "int": IntegerType(), "long": LongType()}
+
+EVENT_SCHEMA = StructType([StructField(f.name, _SPARK_TYPES[f.type]) for f in EVENT_FIELDS])
+EVENT_DDL = ", ".join(f"{f.name} {f.type}" for f in EVENT_FIELDS)
+
+
+def event_arrow_schema():
+    """The Arrow schema of Parquet event files."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}
+    return pa.schema([(f.name, types[f.type]) for f in EVENT_FIELDS])
+
+
+def events_markdown() -> str:
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{f.name}` | {f.type} | {f.doc} |" for f in EVENT_FIELDS]
+    return "\n".join(lines) + "\n"
 
 # The JSON source keeps unparsable lines here instead of failing the query.
 CORRUPT_COLUMN = "_corrupt_record"
@@ -78,7 +116,7 @@ OUTPUT_SCHEMA = StructType([
     StructField("protocol", StringType()),
     StructField("steps", LongType()),
     StructField("final", StringType()),  # JSON: the contract's ``final`` object
-    StructField("convergence", StringType()),  # EventualConvergence detail if judged now, else null
+    StructField("final_findings", StringType()),  # JSON: the final tier judged as of this batch ([] when none)
     StructField("compacted_prefix", StringType()),  # JSON {"offset", "digest"} once the log was compacted
     StructField("violated", StringType()),  # comma-separated invariants violated so far
     StructField("violations_so_far", IntegerType()),
@@ -91,7 +129,7 @@ KIND_COLUMNS = {
     "timeline": ("topic", "partition", "scenario", "seq", "event", "replica", "role", "alive", "halted",
                  "leader_epoch", "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr"),
     "summary": ("topic", "partition", "scenario", "protocol", "steps", "leader", "controller_epoch", "isr",
-                "min_hw", "max_hw", "violations_so_far", "violated", "convergence", "compacted_prefix", "final"),
+                "min_hw", "max_hw", "violations_so_far", "violated", "final_findings", "compacted_prefix", "final"),
     "violations": ("topic", "partition", "scenario", "seq", "idx", "at_step", "invariant", "detail"),
     "losses": ("topic", "partition", "scenario", "seq", "idx", "at_step", "offset", "value", "acked", "allowed"),
     "errors": ("topic", "partition", "scenario", "seq", "idx", "at_step", "error"),

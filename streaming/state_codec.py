@@ -2,7 +2,7 @@
 
 Layout of the binary fields (state version 1; ``emulator.state`` defines the document):
 
-* ``core`` — UTF-8 JSON of ``emulator.state.to_document(p)`` with three large arrays removed:
+* ``core`` — UTF-8 JSON of ``emulator.state.to_document(replay)`` with three large arrays removed:
   every replica's ``log``, the oracle's ``committed`` and ``acked``.
 * ``logs`` — an Arrow IPC stream, one table with columns ``replica: int32``,
   ``epoch: int32``, ``value: utf8``: each replica's records in offset order, replicas in
@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from emulator.partition import Partition
+from emulator.run import Replay
 from emulator.state import from_document, to_document
 
 from .schemas import STATE_SCHEMA, STATE_SCHEMA_VERSION
@@ -54,9 +54,9 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def pack_partition(p: Partition) -> dict[str, Any]:
-    """The binary state fields (``core``, ``logs``, ``committed``, ``acked``) of a partition."""
-    doc = to_document(p)
+def pack_replay(replay: Replay) -> dict[str, Any]:
+    """The binary state fields (``core``, ``logs``, ``committed``, ``acked``) of a partition's replay."""
+    doc = to_document(replay)
     replicas, values, epochs = [], [], []
     for r in doc["replicas"]:
         log = r.pop("log")
@@ -88,7 +88,7 @@ def document_from_fields(core: bytes, logs: bytes, committed: bytes, acked: byte
     return doc
 
 
-def unpack_partition(fields: dict[str, Any]) -> Partition:
+def unpack_replay(fields: dict[str, Any]) -> Replay:
     return from_document(document_from_fields(fields["core"], fields["logs"], fields["committed"], fields["acked"]))
 
 
@@ -104,10 +104,14 @@ def to_tuple(fields: dict[str, Any]) -> tuple:
     return tuple(fields[name] for name in STATE_FIELDS)
 
 
+class StateSchemaError(ValueError):
+    """A state row written by another version of the job: refused, never misread."""
+
+
 def from_tuple(values: tuple) -> dict[str, Any]:
     fields = dict(zip(STATE_FIELDS, values))
     if fields["state_version"] != STATE_SCHEMA_VERSION:
-        raise ValueError(f"state schema version {fields['state_version']}, this build reads {STATE_SCHEMA_VERSION}")
+        raise StateSchemaError(f"state schema version {fields['state_version']}, this build reads {STATE_SCHEMA_VERSION}")
     return fields
 
 

@@ -1,9 +1,9 @@
 """A PySpark Python streaming data source of generated events: ``format("replemu_workload")``.
 
-Options: ``seed``, ``profile``, ``partitions`` (N generated partitions), ``steps_per_batch``
-(each micro-batch carries the next S steps of every partition, default 20), ``max_steps``
-(per partition; without it the stream is endless under a processing-time trigger), and
-``profiles`` (path of the profiles file).
+Options: ``seed``, ``profile`` (its name), ``profile_spec`` (the profile itself as JSON, so
+executors on any host need no files), ``partitions`` (N generated partitions),
+``steps_per_batch`` (each micro-batch carries the next S steps of every partition, default 20),
+``max_steps`` (per partition; without it the stream is endless under a processing-time trigger).
 
 Offsets are micro-batch numbers: batch b holds seq ``b*S+1 .. (b+1)*S`` of every partition (batch 0
 also the header rows), computed only from (seed, profile, partition, b), so the same seed gives the
@@ -20,28 +20,39 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, SupportsTriggerAvailableNow
 
-SCHEMA = "topic string, partition int, seq long, type string, args string"
+from emulator.workload import Profile, partition_header, profile_from_mapping, profile_to_mapping, step_bursts
+
+from .schemas import EVENT_DDL, HEADER_TYPE
+
 PARTITIONS_PER_TASK = 64
 
-# Per worker process: (seed, profile, profiles, k) -> [bursts, buffered steps, seq before the first buffered one]
+# Per worker process: (seed, profile spec, k) -> [bursts, buffered steps, seq before the first buffered one]
 _GENERATORS: dict[tuple, list] = {}
 
 
-def _steps(seed: int, profile_name: str, profiles_path: str | None, k: int, first: int, last: int) -> list[dict]:
+def workload_options(profile: Profile, seed: int, partitions: int, steps_per_batch: int = 20,
+                     max_steps: int | None = None) -> dict:
+    """The source's options (``replemu stream --workload``), the profile itself included as JSON."""
+    return {"seed": seed, "profile": profile.name, "partitions": partitions, "steps_per_batch": steps_per_batch,
+            "max_steps": max_steps, "profile_spec": json.dumps(profile_to_mapping(profile), sort_keys=True)}
+
+
+def _profile(name: str, spec: str) -> Profile:
+    return profile_from_mapping(name, json.loads(spec))
+
+
+def _steps(seed: int, profile: Profile, spec: str, k: int, first: int, last: int) -> list[dict]:
     """Steps ``first..last`` (seq numbers) of generated partition ``k``.
 
     A worker keeps each partition's generator and only the steps from the batch it last served
     on (batches move forward, so an endless stream holds a bounded buffer); a request for an
     earlier batch (a replay after a restart) regenerates the prefix.
     """
-    from emulator.workload import load_profiles, step_bursts
-
     if last < first:
         return []
-    key = (seed, profile_name, profiles_path, k)
+    key = (seed, spec, k)
     entry = _GENERATORS.get(key)
     if entry is None or first - 1 < entry[2]:
-        profile = (load_profiles(profiles_path) if profiles_path else load_profiles())[profile_name]
         entry = _GENERATORS[key] = [step_bursts(seed, k, profile), [], 0]
     bursts, buffered, before = entry
     while before + len(buffered) < last:
@@ -58,7 +69,7 @@ class WorkloadDataSource(DataSource):
         return "replemu_workload"
 
     def schema(self) -> str:
-        return SCHEMA
+        return EVENT_DDL
 
     def streamReader(self, schema) -> "WorkloadStreamReader":
         return WorkloadStreamReader(self.options)
@@ -68,10 +79,10 @@ class WorkloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: dict[str, str]) -> None:
         self.seed = int(options["seed"])
         self.profile = options["profile"]
+        self.profile_spec = options["profile_spec"]
         self.partitions_n = int(options["partitions"])
         self.steps_per_batch = int(options.get("steps_per_batch", 20))
         self.max_steps = int(options["max_steps"]) if options.get("max_steps") else None
-        self.profiles_path = options.get("profiles") or None
         self.target: int | None = None
 
     def _last_batch(self) -> int | None:
@@ -109,10 +120,8 @@ class WorkloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def read(self, partition) -> Iterator[tuple]:
-        from emulator.workload import load_profiles, partition_header
-
         b, k0, k1 = json.loads(partition.value)
-        profile = (load_profiles(self.profiles_path) if self.profiles_path else load_profiles())[self.profile]
+        profile = _profile(self.profile, self.profile_spec)
         first, last = b * self.steps_per_batch + 1, (b + 1) * self.steps_per_batch
         if self.max_steps is not None:
             last = min(last, self.max_steps)
@@ -121,8 +130,8 @@ class WorkloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             topic = header["topic"]
             if b == 0:
                 args = {"scenario": header["name"], "replicas": header["replicas"], "config": header["config"]}
-                yield (topic, k, 0, "partition", json.dumps(args))
-            steps = _steps(self.seed, self.profile, self.profiles_path, k, first, last)
+                yield (topic, k, 0, HEADER_TYPE, json.dumps(args))
+            steps = _steps(self.seed, profile, self.profile_spec, k, first, last)
             for seq, step in enumerate(steps, start=first):
                 (kind, args), = step.items()
                 yield (topic, k, seq, kind, json.dumps(args))

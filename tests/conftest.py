@@ -34,7 +34,7 @@ def log_of(result: dict, replica: int) -> list:
 
 def replemu(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run the CLI as a user does (``python -m emulator`` is the ``replemu`` script)."""
-    return subprocess.run([sys.executable, "-m", "emulator", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "replemu", *args], cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.fixture

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from emulator import VARIANT_NAMES, load_scenario, run_scenario
-from emulator.report import check_expectation
+from emulator import VARIANT_NAMES, run_scenario
+from scenario_io.yaml_files import load_scenario
+from replemu.report import check_expectation
 
 from conftest import BUNDLED, log_of, replemu, violated
 

@@ -4,9 +4,11 @@ import json
 
 import pytest
 
-from emulator import VARIANT_NAMES, load_scenario, run_scenario
-from emulator.campaign import ddmin, run_campaign, shrink
-from emulator.workload import generate_partition, generate_scenario, load_profiles
+from emulator import VARIANT_NAMES, run_scenario
+from scenario_io.yaml_files import load_scenario
+from replemu.campaign import ddmin, run_campaign, shrink
+from emulator.workload import generate_partition, generate_scenario
+from scenario_io.profiles import load_profiles
 
 from conftest import replemu
 

@@ -3,23 +3,23 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator import VARIANT_NAMES, VARIANTS, Partition
-from emulator.run import state_snapshot
-from emulator.scenario import Config, Elect, Fetch, Produce
+from emulator import VARIANT_NAMES, VARIANTS, Config, Replay
+from emulator.result import state_snapshot
+from emulator.steps import Elect, Fetch, Produce
 
 from test_properties import any_scenario
 
 
 def replay(scenario, protocol, compact_every_step: bool):
-    p = Partition(scenario.replicas, scenario.config, VARIANTS[protocol])
+    r = Replay(scenario.replicas, scenario.config, VARIANTS[protocol])
     findings = []
     for step in scenario.steps:
-        out = p.apply(step)
+        out = r.apply(step)
         findings.append((out.errors, out.violations))
         if compact_every_step:
-            p.compact(1)
-    findings.append(p.finish())
-    return p, findings, list(p.oracle.losses)
+            r.compact(1)
+    findings.append(r.finish())
+    return r.partition, findings, list(r.checker.losses)
 
 
 def suffix(snapshot: dict, start: int) -> dict:
@@ -40,16 +40,16 @@ def test_compacting_after_every_step_changes_no_finding(scenario, protocol):
     assert suffix(state_snapshot(compacted), start) == suffix(state_snapshot(plain), start)
 
 
-def steady(records: int, compact: bool) -> Partition:
-    p = Partition((1, 2, 3), Config(), VARIANTS["kip320"])
-    p.apply(Elect())
+def steady(records: int, compact: bool) -> Replay:
+    r = Replay((1, 2, 3), Config(), VARIANTS["kip320"])
+    r.apply(Elect())
     for i in range(records // 10):
-        p.apply(Produce(values=tuple(f"v{i}-{k}" for k in range(10))))
+        r.apply(Produce(values=tuple(f"v{i}-{k}" for k in range(10))))
         for f in (2, 3, 2, 3):
-            p.apply(Fetch(replica=f))
+            r.apply(Fetch(replica=f))
         if compact:
-            p.compact(100)
-    return p
+            r.compact(100)
+    return r
 
 
 def test_long_run_state_stays_bounded_and_the_digest_is_deterministic():
@@ -57,10 +57,10 @@ def test_long_run_state_stays_bounded_and_the_digest_is_deterministic():
     import json
 
     small, large = steady(2_000, True), steady(20_000, True)
-    size = lambda p: len(json.dumps(to_document(p)))  # noqa: E731
-    assert large.compacted_offset >= 19_000 and small.compacted_offset >= 1_000
+    size = lambda r: len(json.dumps(to_document(r)))  # noqa: E731
+    assert large.partition.compacted_offset >= 19_000 and small.partition.compacted_offset >= 1_000
     assert size(large) < 2 * size(small)
-    assert large.prefix_digest == steady(20_000, True).prefix_digest != small.prefix_digest
+    assert large.partition.prefix_digest == steady(20_000, True).partition.prefix_digest != small.partition.prefix_digest
     uncompacted = steady(20_000, False)
     assert size(uncompacted) > 10 * size(large)
-    assert state_snapshot(large)["controller"] == state_snapshot(uncompacted)["controller"]
+    assert state_snapshot(large.partition)["controller"] == state_snapshot(uncompacted.partition)["controller"]

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from emulator.invariants import INVARIANT_NAMES
-from expectations.dashboard import write_dashboard
-from expectations.suites import BatchValidator, build_checks
-from streaming.events import compile_scenarios
+from replemu.dashboard import write_dashboard
+from expectations.suites import BatchValidator, ExpectationsObserver, build_checks
+from replemu.compile import compile_scenarios
 from streaming.job import run_stream
 
 from conftest import BUNDLED, replemu
@@ -32,7 +32,8 @@ def s1_streams(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("s1")
     compile_scenarios([S1], root / "events", split=3)
     for protocol in ("hw", "kip320"):
-        run_stream(root / "events", root / protocol, root / f"ckpt-{protocol}", protocol, max_files_per_trigger=1, spark=spark, quiet=True)
+        run_stream(root / "events", root / protocol, root / f"ckpt-{protocol}", protocol, max_files_per_trigger=1, spark=spark, quiet=True,
+                   observer=ExpectationsObserver())
     return root
 
 

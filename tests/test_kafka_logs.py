@@ -8,7 +8,7 @@ import yaml
 from kafka.record import MemoryRecords
 
 from emulator import parse_scenario, run_scenario
-from emulator.kafka_logs import build_batch, divergence, find_replica_dirs, read_replica_dir
+from scenario_io.kafka_logs import read_initial_state, replay_seeder, build_batch, divergence, find_replica_dirs, read_replica_dir
 
 from conftest import BUNDLED, replemu
 
@@ -92,7 +92,7 @@ def test_a_real_incident_replays_forward_from_directories(s1_hw, tmp_path, proto
     _, dirs = s1_hw
     steps = [{"elect": {"leader": 1}}, {"produce": {"value": "x"}}, {"fetch": {"replica": 2}}, {"fetch": {"replica": 2}}]
     s = parse_scenario({"name": "incident", "replicas": [1, 2], "steps": steps})
-    result = run_scenario(s, protocol, initial_dirs=[str(dirs)])
+    result = run_scenario(s, protocol, prepare=replay_seeder(read_initial_state([str(dirs)])))
     assert result["final"]["replicas"]["2"]["log"] == follower_log
 
 

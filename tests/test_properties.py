@@ -15,11 +15,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from emulator import VARIANTS, Partition, Scenario, run_scenario
-from emulator.run import dumps
-from emulator.scenario import (
-    CheckpointHw, Config, ControllerRemove, Crash, Elect, Fetch, Flush, LeaderAndIsr, Produce,
-    Restart, ShrinkIsr, Tick,
+from emulator import VARIANTS, Config, Replay, Scenario, run_scenario
+from emulator.result import dumps
+from emulator.steps import (
+    CheckpointHw, ControllerRemove, Crash, Elect, Fetch, Flush, LeaderAndIsr, Produce, Restart, ShrinkIsr, Tick,
 )
 
 GUARDS = {"HighWatermarkSanity", "LeaderInIsr", "UniqueLeaderPerEpoch", "OffsetMonotonicity"}
@@ -43,14 +42,15 @@ class ReplicationMachine(RuleBasedStateMachine):
             min_insync_replicas=min_isr, unclean_leader_election=unclean and not self.clean, acks=acks,
             hw_checkpoint=hw_checkpoint, log_flush=log_flush, replica_lag_time_max_ms=1000,
         )
-        self.p = Partition(self.replica_ids, self.config, VARIANTS[self.protocol])
+        self.replay = Replay(self.replica_ids, self.config, VARIANTS[self.protocol])
+        self.p = self.replay.partition
         self.steps = []
         self.values = 0
         self.apply(Elect())
 
     def apply(self, step):
         self.steps.append(step)
-        self.p.apply(step)
+        self.replay.apply(step)
 
     def pick(self, data, predicate):
         return data.draw(st.sampled_from([r.id for r in self.p.replicas.values() if predicate(r)]))
@@ -142,19 +142,19 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     @invariant()
     def forbidden_invariants_hold(self):
-        broken = [v for v in self.p.violations if v["invariant"] in self.forbidden()]
+        broken = [v for v in self.replay.checker.violations if v["invariant"] in self.forbidden()]
         assert not broken, broken
 
     def teardown(self):
         if not hasattr(self, "p"):
             return
-        self.p.finish()
+        self.replay.finish()
         self.forbidden_invariants_hold()
         scenario = Scenario(name="property", replicas=self.replica_ids, steps=tuple(self.steps), config=self.config)
         first = dumps(run_scenario(scenario, self.protocol, trace=True))
         assert first == dumps(run_scenario(scenario, self.protocol, trace=True))
         assert [v["invariant"] for v in run_scenario(scenario, self.protocol)["violations"]] == [
-            v["invariant"] for v in self.p.violations
+            v["invariant"] for v in self.replay.checker.violations
         ]
 
 

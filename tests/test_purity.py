@@ -23,7 +23,8 @@ import pkgutil, emulator
 for m in pkgutil.iter_modules(emulator.__path__):
     if m.name != "__main__":
         __import__("emulator." + m.name)
-from emulator import load_scenario, run_scenario
+from emulator import run_scenario
+from scenario_io.yaml_files import load_scenario
 print(run_scenario(load_scenario({str(BUNDLED / 's1-kip101-scenario-1.yaml')!r}), "hw")["violations"][0]["invariant"])
 assert not any(k == "pyspark" or k.startswith("pyspark.") for k in sys.modules)
 """
@@ -50,7 +51,7 @@ def test_core_imports_no_spark_and_no_clock():
 
 def test_results_do_not_depend_on_the_hash_seed():
     """String hashing varies with PYTHONHASHSEED; the JSON must not."""
-    args = [sys.executable, "-m", "emulator", "run", *map(str, sorted(BUNDLED.glob("*.yaml"))), "--protocol", "all", "--json", "--trace"]
+    args = [sys.executable, "-m", "replemu", "run", *map(str, sorted(BUNDLED.glob("*.yaml"))), "--protocol", "all", "--json", "--trace"]
     outs = {
         subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout
         for seed in ("0", "1", "12345")

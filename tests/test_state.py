@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator import VARIANT_NAMES, VARIANTS, Partition, load_scenario
-from emulator.run import state_snapshot
+from emulator import VARIANT_NAMES, VARIANTS, Replay
+from scenario_io.yaml_files import load_scenario
+from emulator.result import state_snapshot
 from emulator.state import StateVersionError, from_document, to_document
 
 from conftest import BUNDLED
@@ -15,15 +16,15 @@ from test_properties import any_scenario
 
 
 def replay_with_restarts(scenario, protocol, cut_every: int):
-    p = Partition(scenario.replicas, scenario.config, VARIANTS[protocol])
+    r = Replay(scenario.replicas, scenario.config, VARIANTS[protocol])
     outputs = []
     for i, step in enumerate(scenario.steps):
         if cut_every and i % cut_every == 0:
-            p = from_document(json.loads(json.dumps(to_document(p))))  # through real JSON text
-        before = len(p.oracle.losses)
-        out = p.apply(step)
-        outputs.append((out.errors, out.events, out.violations, p.oracle.losses[before:], state_snapshot(p)))
-    outputs.append(p.finish())
+            r = from_document(json.loads(json.dumps(to_document(r))))  # through real JSON text
+        before = len(r.checker.losses)
+        out = r.apply(step)
+        outputs.append((out.errors, out.events, out.violations, r.checker.losses[before:], state_snapshot(r.partition)))
+    outputs.append(r.finish())
     return outputs
 
 
@@ -41,7 +42,7 @@ def test_restore_at_any_cadence_changes_nothing(scenario, protocol, cut_every):
 
 
 def test_other_state_versions_are_refused():
-    doc = to_document(Partition((1, 2), load_scenario(BUNDLED / "seed-1-two-round-hw.yaml").config, VARIANTS["hw"]))
+    doc = to_document(Replay((1, 2), load_scenario(BUNDLED / "seed-1-two-round-hw.yaml").config, VARIANTS["hw"]))
     doc["state_version"] = 99
     with pytest.raises(StateVersionError, match="version 99"):
         from_document(doc)

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator import VARIANT_NAMES, load_scenario, run_scenario
-from streaming.events import compile_scenarios, scenario_rows, write_event_files
+from emulator import VARIANT_NAMES, run_scenario
+from scenario_io.yaml_files import load_scenario
+from replemu.compile import compile_scenarios
+from streaming.events import scenario_rows, write_event_files
 from streaming.job import run_stream
 from streaming.results import quarantine_rows, read_results
 
@@ -121,7 +123,8 @@ def workload_scenario(seed, k, profile, steps):
     from itertools import islice
 
     from emulator import parse_scenario
-    from emulator.workload import load_profiles, partition_header, step_bursts
+    from emulator.workload import partition_header, step_bursts
+    from scenario_io.profiles import load_profiles
 
     p = load_profiles()[profile]
     doc = partition_header(seed, k, p)
@@ -133,13 +136,16 @@ def workload_scenario(seed, k, profile, steps):
 def test_workload_stream_is_deterministic_across_restarts_and_matches_the_core(spark, tmp_path):
     """A generated stream (no input files), stopped after 2 batches and restarted, gives the bytes
     of an uninterrupted run, and every partition ends as the core replay of the same steps."""
-    workload = {"seed": 5, "profile": "clean", "partitions": 6, "steps_per_batch": 10}
-    run_stream(None, tmp_path / "straight", tmp_path / "ck1", "kip101", spark=spark, quiet=True, validate=False,
-               workload={**workload, "max_steps": 40})
-    run_stream(None, tmp_path / "restarted", tmp_path / "ck2", "kip101", spark=spark, quiet=True, validate=False,
-               workload={**workload, "max_steps": 20})
-    second = run_stream(None, tmp_path / "restarted", tmp_path / "ck2", "kip101", spark=spark, quiet=True, validate=False,
-                        workload={**workload, "max_steps": 40})
+    from scenario_io.profiles import load_profiles
+    from streaming.workload_source import workload_options
+
+    clean = load_profiles()["clean"]
+    run_stream(None, tmp_path / "straight", tmp_path / "ck1", "kip101", spark=spark, quiet=True,
+               workload=workload_options(clean, 5, 6, 10, max_steps=40))
+    run_stream(None, tmp_path / "restarted", tmp_path / "ck2", "kip101", spark=spark, quiet=True,
+               workload=workload_options(clean, 5, 6, 10, max_steps=20))
+    second = run_stream(None, tmp_path / "restarted", tmp_path / "ck2", "kip101", spark=spark, quiet=True,
+                        workload=workload_options(clean, 5, 6, 10, max_steps=40))
     assert [s.batch_id for s in second] == [2, 3]
     assert tree_bytes(tmp_path / "straight") == tree_bytes(tmp_path / "restarted")
     results = {r["scenario"]: r for r in read_results(tmp_path / "straight")}
@@ -152,7 +158,7 @@ def test_workload_stream_is_deterministic_across_restarts_and_matches_the_core(s
 
 
 def test_campaign_on_spark_finds_what_the_local_engine_finds(spark, tmp_path):
-    from emulator.campaign import run_campaign
+    from replemu.campaign import run_campaign
 
     local = run_campaign(1, "clean", 60, ["hw", "kip320"], tmp_path / "local", engine="local", progress=False)
     streamed = run_campaign(1, "clean", 60, ["hw", "kip320"], tmp_path / "spark", engine="spark", progress=False, spark=spark)

@@ -1,4 +1,4 @@
-"""``replemu``: the command line.
+"""``replemu``: the command line (docs/ has the user guide; ``replemu COMMAND --help``).
 
     replemu run FILE [FILE...] --protocol hw|kip101|kip279|kip320|all [--json] [--trace] [--check]
 
@@ -12,10 +12,12 @@ import argparse
 import sys
 from typing import Sequence
 
+from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
+from scenario_io.yaml_files import load_scenario
+
+from streaming.triggers import TRIGGER_HELP
+
 from . import report
-from .run import dumps, run_scenario
-from .scenario import ScenarioError, load_scenario
-from .variants import VARIANT_NAMES
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -28,7 +30,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="replemu", description="Kafka replication emulator (HW truncation, KIP-101, KIP-279, KIP-320).")
+    parser = _Parser(prog="replemu", description="Kafka replication emulator (HW truncation, KIP-101, KIP-279, KIP-320). "
+                     "Docs: docs/ in the source tree (README.md, docs/protocol.md, docs/scenario-format.md, docs/steps.md).")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="replay scenario files under one or all protocol variants")
     run.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files")
@@ -63,8 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--checkpoint", required=True, metavar="DIR")
     stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES + ("all",),
                         help="variant; 'all' runs one query per variant into OUTPUT/<variant> and CHECKPOINT/<variant>")
-    stream.add_argument("--trigger", default="available-now",
-                        help="available-now (default) | once | processing-time=5s")
+    stream.add_argument("--trigger", default="available-now", help=TRIGGER_HELP)
     stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N")
     stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*])")
     stream.add_argument("--gap-timeout-ms", type=_positive, default=60000,
@@ -99,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     shr.add_argument("--invariant", required=True)
     shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input / out/shrunk)")
 
+    sub.add_parser("steps", help="print the table of step kinds (docs/steps.md)")
+
     res = sub.add_parser("results", help="read a stream's outputs back as result objects")
     res.add_argument("output", metavar="OUTPUT_DIR")
     res.add_argument("--json", action="store_true")
@@ -122,7 +126,7 @@ def _fail(message: str) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from streaming.events import compile_scenarios
+    from .compile import compile_scenarios
 
     try:
         paths = compile_scenarios(args.files, args.out, split=args.split, fmt=args.format)
@@ -135,23 +139,26 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_stream(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from expectations.suites import ExpectationsObserver
+    from scenario_io.profiles import load_profiles
     from streaming.job import run_stream
+    from streaming.triggers import TriggerError, parse_trigger
+    from streaming.workload_source import workload_options
 
-    trigger = args.trigger
-    if trigger not in ("available-now", "once") and not trigger.startswith("processing-time="):
-        return _fail(f"replemu: error: unknown trigger {trigger!r} (available-now | once | processing-time=5s)")
+    try:
+        trigger = parse_trigger(args.trigger)
+    except TriggerError as exc:
+        return _fail(f"replemu: error: {exc}")
     workload = None
     if args.workload:
-        from .workload import load_profiles
-
         if args.input or args.partitions is None or args.seed is None:
             return _fail("replemu: error: --workload needs --partitions and --seed, and no --input")
-        if args.workload not in load_profiles():
-            return _fail(f"replemu: error: unknown profile {args.workload!r} (known: {', '.join(load_profiles())})")
-        if trigger in ("available-now", "once") and args.max_steps is None:
+        profiles = load_profiles()
+        if args.workload not in profiles:
+            return _fail(f"replemu: error: unknown profile {args.workload!r} (known: {', '.join(profiles)})")
+        if trigger.drains and args.max_steps is None:
             return _fail("replemu: error: a workload stream with --trigger available-now/once needs --max-steps")
-        workload = {"seed": args.seed, "profile": args.workload, "partitions": args.partitions,
-                    "steps_per_batch": args.steps_per_batch, "max_steps": args.max_steps}
+        workload = workload_options(profiles[args.workload], args.seed, args.partitions, args.steps_per_batch, args.max_steps)
         print(f"workload: seed {args.seed}, profile {args.workload}, {args.partitions} partitions, "
               f"{args.steps_per_batch} steps per partition per batch, max {args.max_steps or 'unbounded'}", flush=True)
     elif args.input is None or not Path(args.input).is_dir():
@@ -167,7 +174,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
             print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
             stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
                                max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark,
-                               compact_min_records=args.compact_min_records)
+                               compact_min_records=args.compact_min_records, observer=ExpectationsObserver())
             print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,summary,violations,losses,errors,quarantine}}; "
                   f"read them with: replemu results {output}", flush=True)
     finally:
@@ -191,7 +198,7 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from expectations.dashboard import DashboardError, write_dashboard
+    from .dashboard import DashboardError, write_dashboard
 
     try:
         page = write_dashboard(args.inputs, args.output, chosen=args.partition)
@@ -202,8 +209,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
+    from scenario_io.profiles import load_profiles
+
     from .campaign import describe_campaign, run_campaign
-    from .workload import load_profiles
 
     profiles = load_profiles()
     if args.profile not in profiles:
@@ -227,9 +235,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def cmd_shrink(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .campaign import scenario_document, shrink, write_scenario
-    from .invariants import INVARIANT_NAMES
-    from .workload import generate_scenario, load_profiles
+    from emulator.invariants import INVARIANT_NAMES
+    from emulator.workload import generate_scenario
+    from scenario_io.profiles import load_profiles
+    from scenario_io.yaml_files import scenario_document, write_scenario
+
+    from .campaign import shrink
 
     if args.invariant not in INVARIANT_NAMES:
         return _fail(f"replemu: error: unknown invariant {args.invariant!r} (known: {', '.join(INVARIANT_NAMES)})")
@@ -253,7 +264,9 @@ def cmd_shrink(args: argparse.Namespace) -> int:
         return _fail(f"replemu: error: {exc}")
     # The expectation lists everything the shrunk scenario breaks (``--check`` is exact over the
     # verdict invariants, which may break alongside the one asked for).
-    found = [v["invariant"] for v in run_scenario(small, args.protocol)["violations"]]
+    from scenario_io.kafka_logs import seeder_for
+
+    found = [v["invariant"] for v in run_scenario(small, args.protocol, prepare=seeder_for(small.initial_state))["violations"]]
     doc = scenario_document(
         small, f"{args.invariant} under {args.protocol}, shrunk from {scenario.source} ({len(scenario.steps)} steps)",
         expect={args.protocol: {"violations": found}},
@@ -267,15 +280,17 @@ def cmd_shrink(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     import json
 
-    from .kafka_logs import export_result
+    from emulator.result import ResultFormatError, check_result_document
+    from scenario_io.kafka_logs import export_result
 
     try:
         data = json.loads(open(args.result, encoding="utf-8").read())
     except (OSError, ValueError) as exc:
         return _fail(f"replemu: error: {args.result}: not a readable result JSON file ({exc})")
-    results = data if isinstance(data, list) else [data]
-    if not all(isinstance(r, dict) and r.get("format") == 1 and "final" in r for r in results):
-        return _fail(f"replemu: error: {args.result}: not a replemu result (format 1)")
+    try:
+        results = check_result_document(data, args.result)
+    except ResultFormatError as exc:
+        return _fail(f"replemu: error: {exc}")
     from pathlib import Path
 
     for r in results:
@@ -286,7 +301,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from .kafka_logs import ReplicaDirError, divergence, find_replica_dirs, read_replica_dir, truncation_outcomes
+    from scenario_io.kafka_logs import ReplicaDirError, divergence, find_replica_dirs, read_replica_dir, truncation_outcomes
 
     try:
         reps = [read_replica_dir(d) for root in args.dirs for d in find_replica_dirs(root)]
@@ -325,17 +340,15 @@ def cmd_results(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         scenarios = [load_scenario(path) for path in args.files]  # validate everything first
-        initial: list = [None] * len(scenarios)  # replica files, read once, checked against the replicas
+        initial: list = [None] * len(scenarios)  # seeders of replica files, read once, checked against the replicas
         if args.from_dirs or any(s.initial_state for s in scenarios):
-            from .kafka_logs import read_initial_state, seed_partition
-            from .partition import Partition
-            from .variants import VARIANTS
+            from emulator import Replay, variant_named
+            from scenario_io.kafka_logs import seeder_for
 
             for i, s in enumerate(scenarios):
-                dirs = args.from_dirs or ([s.initial_state] if s.initial_state else None)
-                if dirs:
-                    initial[i] = read_initial_state(dirs)
-                    seed_partition(Partition(s.replicas, s.config, VARIANTS["kip320"]), initial[i])
+                initial[i] = seeder_for(s.initial_state, args.from_dirs)
+                if initial[i]:
+                    initial[i](Replay(s.replicas, s.config, variant_named("kip320")))  # checks the broker ids
     except ScenarioError as exc:
         return _fail(f"replemu: invalid scenario: {exc}")
     except ValueError as exc:  # ReplicaDirError
@@ -347,7 +360,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for protocol in protocols:
             wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
             result = run_scenario(scenario, protocol, trace=args.trace or wants_trace or (human and not args.summary),
-                                  initial_files=files)
+                                  prepare=files)
             if human:
                 _print_human(scenario, result, args.summary)
             if args.check:
@@ -370,6 +383,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_CHECK_FAILED if failures else EXIT_OK
 
 
+def cmd_steps(args: argparse.Namespace) -> int:
+    from emulator.steps import steps_markdown
+
+    print(steps_markdown(), end="")
+    return EXIT_OK
+
+
 def _print_human(scenario, result, summary: bool) -> None:
     if not summary:
         print(f"== {scenario.name} under {result['protocol']} ({scenario.source}) ==")
@@ -389,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results,
                 "dashboard": cmd_dashboard, "campaign": cmd_campaign, "shrink": cmd_shrink, "export": cmd_export,
-                "inspect": cmd_inspect}
+                "inspect": cmd_inspect, "steps": cmd_steps}
     return commands[args.command](args)
 
 

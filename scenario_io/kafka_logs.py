@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .epoch_cache import LeaderEpochCache
+from emulator.config import Config
+from emulator.epoch_cache import LeaderEpochCache
+from emulator.log import append
+from emulator.run import Replay
+from emulator.steps import Elect, LeaderAndIsr
+from emulator.variants import VARIANTS
 
 SEGMENT_SUFFIX = ".log"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -190,33 +195,27 @@ def divergence(a: ReplicaFiles, b: ReplicaFiles) -> dict[str, Any] | None:
 
 def truncation_outcomes(leader: ReplicaFiles, follower: ReplicaFiles) -> dict[str, int]:
     """The follower's LEO after each variant's truncation phase against ``leader`` (the core's rules)."""
-    from .partition import Partition
-    from .scenario import Config, Elect, LeaderAndIsr
-    from .variants import VARIANTS
-
     out = {}
     for name, variant in VARIANTS.items():
-        p = Partition((leader.broker, follower.broker), Config(), variant)
-        seed_partition(p, [leader, follower])
+        replay = Replay((leader.broker, follower.broker), Config(), variant)
+        seed_replay(replay, [leader, follower])
         # The controller elects ``leader`` in a new epoch; the follower hears of it afterwards.
-        p.apply(Elect(leader=leader.broker, to=(leader.broker,)))
-        p.apply(LeaderAndIsr(replica=follower.broker))
-        out[name] = p.replicas[follower.broker].leo
+        replay.apply(Elect(leader=leader.broker, to=(leader.broker,)))
+        replay.apply(LeaderAndIsr(replica=follower.broker))
+        out[name] = replay.partition.replicas[follower.broker].leo
     return out
 
 
-def seed_replica(p, files: ReplicaFiles) -> None:
-    """Load one replica's files into a fresh partition (the oracle is told about the log)."""
+def _seed_replica(p, files: ReplicaFiles) -> None:
+    """Load one replica's files into a fresh partition through the log's write path."""
     if files.start_offset:
         raise ReplicaDirError(f"{files.path}: the log starts at offset {files.start_offset}; only logs from offset 0 can be imported")
     rep = p.replicas[files.broker]
-    previous = rep.leo
-    rep.log.extend((e, v) for _, e, v in files.log)
+    if files.log:
+        append(p, rep, 0, [(e, v) for _, e, v in files.log])
     rep.cache = LeaderEpochCache(p.variant.cache_semantics, files.epoch_cache)
     rep.hw = rep.hw_checkpoint = min(files.hw, rep.leo)
     rep.recovery_point = rep.leo
-    if rep.leo:
-        p.oracle.on_append(rep, 0, previous)
 
 
 def read_initial_state(roots: list[str | Path]) -> list[ReplicaFiles]:
@@ -224,13 +223,14 @@ def read_initial_state(roots: list[str | Path]) -> list[ReplicaFiles]:
     return [read_replica_dir(d) for root in roots for d in find_replica_dirs(root)]
 
 
-def seed_partition(p, files: list[ReplicaFiles]) -> None:
-    """Start partition ``p`` from replica files: logs, epoch caches, HW checkpoints.
+def seed_replay(replay: Replay, files: list[ReplicaFiles]) -> None:
+    """Start a replay's partition from replica files: logs, epoch caches, HW checkpoints.
 
     Every directory's broker id must be one of the partition's replicas; the controller starts
     with no leader, every replica in the ISR and the highest epoch seen in any cache, so the next
     election gets a newer epoch.
     """
+    p = replay.partition
     seen = set()
     for f in files:
         if f.broker not in p.replicas:
@@ -238,6 +238,19 @@ def seed_partition(p, files: list[ReplicaFiles]) -> None:
         if f.broker in seen:
             raise ReplicaDirError(f"{f.path}: a second directory for broker {f.broker}")
         seen.add(f.broker)
-        seed_replica(p, f)
+        _seed_replica(p, f)
     top = max([e for f in files for e, _ in f.epoch_cache] + [e for f in files for _, e, _ in f.log] + [-1])
     p.controller.leader_epoch = p.controller.highest_epoch = top
+    replay.seed(p.take_effects())
+
+
+def replay_seeder(files: list[ReplicaFiles]):
+    """``run_scenario``'s ``prepare``: start the replicas from these replica files."""
+    return lambda replay: seed_replay(replay, files)
+
+
+def seeder_for(initial_state: str | None, from_dirs: list[str] | None = None):
+    """The ``prepare`` of a scenario that starts from replica directories (``--from-dirs`` or its
+    ``initial_state``), read and CRC-checked once; None when it starts empty."""
+    dirs = from_dirs or ([initial_state] if initial_state else None)
+    return replay_seeder(read_initial_state(dirs)) if dirs else None

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.invariants import INVARIANT_NAMES
+from emulator.result import ResultFormatError, check_result_document
 
 MAX_TIMELINES = 50  # partitions whose step timeline is embedded (the chosen one first)
 
@@ -58,11 +59,12 @@ def _run_from_json(path: Path) -> list[dict[str, Any]]:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise DashboardError(f"{path}: not a replemu result JSON file ({exc})") from None
-    results = data if isinstance(data, list) else [data]
+    try:
+        results = check_result_document(data, str(path))
+    except ResultFormatError as exc:
+        raise DashboardError(str(exc)) from None
     runs: dict[str, dict] = {}
     for r in results:
-        if not isinstance(r, dict) or r.get("format") != 1 or "final" not in r:
-            raise DashboardError(f"{path}: not a replemu result (format 1) object")
         run = runs.setdefault(r["protocol"], {"name": f"{path.name} {r['protocol']}", "protocol": r["protocol"],
                                                 "source": str(path), "partitions": [], "batches": [], "docs_index": None})
         run["partitions"].append(_partition_entry(r["scenario"], r, _timeline_from_trace(r["trace"]) if r.get("trace") else None))
@@ -70,12 +72,12 @@ def _run_from_json(path: Path) -> list[dict[str, Any]]:
 
 
 def _run_from_output(out: Path, page_dir: Path) -> dict[str, Any]:
-    from streaming.results import _read, read_results
+    from streaming.results import final_findings, read_output, read_results
 
     meta = json.loads((out / "run.json").read_text())
     results = read_results(out)  # ordered by (topic, partition)
-    timeline = _read(out, "timeline")
-    summary = _read(out, "summary")
+    timeline = read_output(out, "timeline")
+    summary = read_output(out, "summary")
     keys = sorted({(s["topic"], int(s["partition"])) for s in summary[["topic", "partition"]].to_dict("records")}) if not summary.empty else []
     entries = []
     for i, (r, (topic, part)) in enumerate(zip(results, keys)):
@@ -85,19 +87,19 @@ def _run_from_output(out: Path, page_dir: Path) -> dict[str, Any]:
             tl = _timeline_from_rows(rows)
         entries.append(_partition_entry(f"{topic}/{part}", r, tl))
     batches = []
-    violations = _read(out, "violations")
-    validations = _read(out, "validations")
+    violations = read_output(out, "violations")
+    validations = read_output(out, "validations")
     batch_ids = sorted(set(summary["batch_id"].tolist()) if not summary.empty else [])
     for b in batch_ids:
         counts = {}
         if not violations.empty:
             vb = violations[violations["batch_id"] == b]
             counts = {str(k): int(v) for k, v in vb.groupby("invariant").size().items()}
-        # EventualConvergence is judged at a partition's last step, not per step: count the
-        # partitions of this batch whose summary judged them diverged.
-        sb = summary[(summary["batch_id"] == b) & summary["convergence"].notna()]
-        if len(sb):
-            counts["EventualConvergence"] = counts.get("EventualConvergence", 0) + len(sb)
+        # The final tier (EventualConvergence) is judged at a partition's last step, not per
+        # step: count the partitions of this batch whose summary judged it broken.
+        for row in summary[summary["batch_id"] == b].to_dict("records"):
+            for f in final_findings(row):
+                counts[f["invariant"]] = counts.get(f["invariant"], 0) + 1
         checks = []
         if not validations.empty:
             for v in validations[validations["batch_id"] == b].to_dict("records"):

@@ -1,4 +1,5 @@
-"""The campaign engine on Spark: generated scenarios as event files, streamed per variant."""
+"""Many generated partitions through the job at once (the Spark engine of campaigns): scenario
+documents become event files, streamed per variant, read back as contract results."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from .job import build_spark, run_stream
 from .results import read_results
 
 
-def stream_campaign(scenarios_data: list[dict], protocols: list[str], work_dir: Path, spark=None,
-                    progress: bool | None = None, batches: int = 4) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    """Stream every generated partition through the job (``batches`` micro-batches per variant)."""
+def stream_scenarios(scenarios_data: list[dict], protocols: list[str], work_dir: Path, spark=None,
+                     progress: bool | None = None, batches: int = 4) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    """Stream every scenario document through the job (``batches`` micro-batches per variant);
+    returns, per variant, ``(index in scenarios_data, result)`` in index order."""
     if work_dir.exists():
         shutil.rmtree(work_dir)
     rows = [scenario_rows(parse_scenario(d)) for d in scenarios_data]
@@ -31,7 +33,7 @@ def stream_campaign(scenarios_data: list[dict], protocols: list[str], work_dir: 
             if show:
                 print(f"{protocol}: streaming {len(scenarios_data)} partitions in {batches} micro-batches", file=sys.stderr, flush=True)
             run_stream(work_dir / "events", work_dir / protocol, work_dir / f"checkpoint-{protocol}", protocol,
-                       max_files_per_trigger=1, spark=spark, quiet=not show, validate=False, out=sys.stderr)
+                       max_files_per_trigger=1, spark=spark, quiet=not show, out=sys.stderr)
             out[protocol] = sorted(((index[r["scenario"]], r) for r in read_results(work_dir / protocol)), key=lambda kr: kr[0])
     finally:
         if own:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .invariants import VERDICT_INVARIANTS
+from emulator.invariants import VERDICT_INVARIANTS
 
 
 def _cell(rep: dict[str, Any]) -> str:

@@ -2,7 +2,7 @@
 
 ``run_campaign`` generates one scenario per partition from a root seed and a profile
 (``emulator.workload``), replays each under every requested variant (the core in this process;
-``streaming.campaign`` runs the same on Spark), counts the violated invariants and writes the
+``streaming.batch_replay`` runs the same on Spark), counts the violated invariants and writes the
 first findings as contract scenario files that ``replemu run`` replays to the same violation.
 
 ``shrink`` minimises a failing scenario: delta debugging over its steps (ddmin, then single-step
@@ -17,21 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import yaml
-
-from .invariants import VERDICT_INVARIANTS
-from .run import run_scenario
-from .scenario import Scenario, config_to_dict, parse_scenario, step_to_dict
-from .workload import Profile, generate_partition, load_profiles
+from emulator.invariants import VERDICT_INVARIANTS
+from emulator.run import run_scenario
+from emulator.scenario import Scenario, parse_scenario
+from emulator.steps import parse_step, step_to_dict
+from emulator.workload import Profile, generate_partition
+from scenario_io.kafka_logs import seeder_for
+from scenario_io.profiles import load_profiles
+from scenario_io.yaml_files import write_scenario
 
 MAX_EXAMPLES = 3
-
-
-def write_scenario(data: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120))
-    return path
 
 
 class Progress:
@@ -105,9 +100,9 @@ def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[
         bar.step()
     report: dict[str, Any] = {"seed": seed, "profile": profile_name, "protocols": {}}
     if engine == "spark":
-        from streaming.campaign import stream_campaign
+        from streaming.batch_replay import stream_scenarios
 
-        per_protocol = stream_campaign(scenarios_data, protocols, out / "stream", spark=spark, progress=progress)
+        per_protocol = stream_scenarios(scenarios_data, protocols, out / "stream", spark=spark, progress=progress)
         for protocol in protocols:
             report["protocols"][protocol] = tally(per_protocol[protocol], protocol, scenarios_data.__getitem__, out,
                                                   seed, profile_name)
@@ -128,8 +123,8 @@ def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[
 
 # -- shrinking ------------------------------------------------------------------------------
 
-def breaks(scenario: Scenario, protocol: str, invariant: str) -> bool:
-    return any(v["invariant"] == invariant for v in run_scenario(scenario, protocol)["violations"])
+def breaks(scenario: Scenario, protocol: str, invariant: str, prepare=None) -> bool:
+    return any(v["invariant"] == invariant for v in run_scenario(scenario, protocol, prepare=prepare)["violations"])
 
 
 def ddmin(items: list, test: Callable[[list], bool]) -> list:
@@ -171,9 +166,10 @@ def _simplifications(step) -> list:
 
 def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None) -> Scenario:
     """The smallest scenario found that still breaks ``invariant`` under ``protocol``."""
-    if not breaks(scenario, protocol, invariant):
+    prepare = seeder_for(scenario.initial_state)  # replica directories are read once
+    if not breaks(scenario, protocol, invariant, prepare):
         raise ValueError(f"{scenario.name} does not break {invariant} under {protocol}")
-    test = lambda steps: breaks(replace(scenario, steps=tuple(steps)), protocol, invariant)  # noqa: E731
+    test = lambda steps: breaks(replace(scenario, steps=tuple(steps)), protocol, invariant, prepare)  # noqa: E731
     steps = ddmin(list(scenario.steps), test)
     log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
     changed = True
@@ -188,7 +184,8 @@ def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str
             continue
         for i, step in enumerate(steps):
             for simpler in _simplifications(step):
-                candidate_step = parse_scenario({"name": "x", "replicas": list(scenario.replicas), "steps": [simpler]}).steps[0]
+                (kind, args), = simpler.items()
+                candidate_step = parse_step(kind, args, scenario.replicas)
                 candidate = steps[:i] + [candidate_step] + steps[i + 1:]
                 if test(candidate):
                     steps, changed = candidate, True
@@ -197,16 +194,3 @@ def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str
                 break
     log(f"simplified: {len(steps)} steps")
     return replace(scenario, steps=tuple(steps))
-
-
-def scenario_document(s: Scenario, description: str, expect: dict | None = None) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "name": s.name, "description": description, "replicas": list(s.replicas), "config": config_to_dict(s.config),
-    }
-    if s.initial_state:
-        doc["initial_state"] = s.initial_state  # resolved (absolute), so the file replays from anywhere
-    doc["steps"] = [step_to_dict(step) for step in s.steps]
-    if expect:
-        doc["expect"] = expect
-    return doc
-

@@ -1,5 +1,0 @@
-"""``python -m emulator`` is ``replemu``."""
-
-from .cli import entry
-
-entry()

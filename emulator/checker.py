@@ -1,0 +1,336 @@
+"""The checker: ghost state built from what steps did, and the invariants judged on it.
+
+Auxiliary variables for verifying invariants, not part of the protocol (as in
+Vanlightly/kafka-tlaplus); the replicas never read them and the partition never calls them:
+the checker *observes* each step's effects (``emulator.effects``) and the partition's state.
+
+* ``committed`` — C(t) of protocol.md §C: every (offset, record) that was ever below the HW
+  of a replica presuming leadership.  Kept as the first record committed at each offset plus
+  a list of *other* records committed later at an offset that already had one ("committed
+  twice").
+* ``acked`` — A(t): every (offset, record) acknowledged to an ``acks=all`` producer, with the
+  replicas that held it at ack time and how many of them later lost it in a power failure.
+* ``faultless`` — Faultless(t): no unclean election and no power failure that destroyed
+  committed data no other live ISR member still held (§E.15).
+* Per pair of replicas, the first offset where their logs differ; per replica, the first
+  offset where its log differs from ``committed``.  Both are updated from what a step
+  appended or truncated, so a step's checking work does not grow with the length of the logs.
+
+``violations`` lists each invariant of the registry the first time it breaks; ``losses`` every
+committed or acked record the leader no longer holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .effects import (
+    Acked, Appended, CacheChanged, Effect, EpochReused, LeaderHw, LeadershipEnded, PowerLoss, Truncated,
+    UncleanElection,
+)
+from .invariants import REGISTRY, Tier
+from .log import Log
+from .replica import Role
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from .partition import Partition, StepOutcome
+
+Record = tuple[int, str]  # (epoch, value)
+
+
+@dataclass(slots=True)
+class AckInfo:
+    """One acknowledged record: where, when, and who held it."""
+
+    step: int
+    holders: frozenset[int]
+    lost_by_power: int = 0
+
+
+class Checker:
+    """The checker's ghost state and findings for one partition (see the module docstring)."""
+
+    def __init__(self, assignment: tuple[int, ...]) -> None:
+        self.committed = Log()
+        self.committed_twice: list[tuple[int, Record]] = []
+        self.committed_twice_set: set[tuple[int, Record]] = set()
+        self.acked: dict[tuple[int, Record], AckInfo] = {}
+        self.unclean_election = False
+        self.faultless = True
+        ids = sorted(assignment)
+        self.pair_mismatch: dict[tuple[int, int], int | None] = {
+            (a, b): None for i, a in enumerate(ids) for b in ids[i + 1:]
+        }
+        self.committed_mismatch_of: dict[int, int | None] = {r: None for r in ids}
+        # HW already folded into ``committed`` for a replica's current leadership.
+        self.presumer_covered: dict[int, int] = {}
+        self.losses: list[dict] = []
+        self.reported_losses: set[tuple[int, Record]] = set()
+        self.loss_cursor: tuple[tuple[int, int, int], int, int] | None = None
+        # Per-step findings of the event-driven invariants: name -> first detail.
+        self.findings: dict[str, str] = {}
+        # Replicas whose epoch cache must be re-checked against their log, and from which
+        # offset: 0 after a cache change, the append's base offset after a plain append.
+        self.dirty_caches: dict[int, int] = {}
+        self.violations: list[dict] = []
+        self.violated: set[str] = set()
+
+    # -- observing a step -------------------------------------------------------------------
+
+    def observe(self, p: "Partition", outcome: "StepOutcome") -> list[dict]:
+        """Fold one step's effects into the ghost state, look for losses, judge the per-step
+        invariants; returns the violations first found at this step."""
+        self.findings, self.dirty_caches = {}, {}
+        self.observe_effects(p, outcome.effects)
+        self.scan_losses(p, outcome.step)
+        return self.judge(p, Tier.STEP, outcome.step)
+
+    def finish(self, p: "Partition") -> list[dict]:
+        """Judge the final-tier invariants (EventualConvergence) at the end of a run."""
+        return self.judge(p, Tier.FINAL, p.step_number)
+
+    def final_findings(self, p: "Partition") -> list[dict]:
+        """What the final tier would report if the run ended now (recorded nowhere)."""
+        return [
+            {"invariant": inv.name, "step": p.step_number, "detail": detail}
+            for inv in REGISTRY
+            if inv.tier is Tier.FINAL and inv.name not in self.violated and (detail := inv.check(p, self)) is not None
+        ]
+
+    def judge(self, p: "Partition", tier: Tier, step: int) -> list[dict]:
+        fired = []
+        for inv in REGISTRY:
+            if inv.tier is not tier or inv.name in self.violated:
+                continue
+            detail = inv.check(p, self)
+            if detail is not None:
+                self.violated.add(inv.name)
+                v = {"invariant": inv.name, "step": step, "detail": detail}
+                self.violations.append(v)
+                fired.append(v)
+        return fired
+
+    def observe_effects(self, p: "Partition", effects: list[Effect]) -> None:
+        for e in effects:
+            if isinstance(e, Appended):
+                self._appended(p, e)
+            elif isinstance(e, Truncated):
+                self._truncated(e)
+            elif isinstance(e, CacheChanged):
+                self.dirty_caches[e.replica] = 0
+            elif isinstance(e, LeaderHw):
+                self._leader_hw(p, e)
+            elif isinstance(e, LeadershipEnded):
+                self.presumer_covered.pop(e.replica, None)
+            elif isinstance(e, Acked):
+                self._acked(p, e)
+            elif isinstance(e, UncleanElection):
+                self.unclean_election = True
+                self.faultless = False
+            elif isinstance(e, PowerLoss):
+                self._power_loss(p, e)
+            elif isinstance(e, EpochReused):
+                self.find("UniqueLeaderPerEpoch", e.detail)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def mismatch(self, a: int, b: int) -> int | None:
+        """First offset below both LEOs where replicas ``a`` and ``b`` hold different records."""
+        if a == b:
+            return None
+        return self.pair_mismatch[(a, b) if a < b else (b, a)]
+
+    def committed_mismatch(self, r: int) -> int | None:
+        """First offset where replica ``r``'s log holds a record other than the first committed one."""
+        return self.committed_mismatch_of[r]
+
+    def find(self, name: str, detail: str) -> None:
+        self.findings.setdefault(name, detail)
+
+    # -- log changes --------------------------------------------------------------------
+
+    def _appended(self, p: "Partition", e: Appended) -> None:
+        rep = p.replicas[e.replica]
+        base, end, log = e.base, e.end, rep.log
+        if base != e.previous_leo:
+            self.find("OffsetMonotonicity", f"replica {rep.id} appended at offset {base} but its LEO was {e.previous_leo}")
+        for o in range(max(base, 1), end):
+            if log[o][0] < log[o - 1][0]:
+                self.find("EpochMonotonicity", f"replica {rep.id}: epoch {log[o][0]} at offset {o} follows epoch {log[o - 1][0]}")
+                break
+        for other in p.replicas.values():
+            if other is rep:
+                continue
+            key = (rep.id, other.id) if rep.id < other.id else (other.id, rep.id)
+            common_end = min(end, other.leo)
+            olog = other.log
+            mm = self.pair_mismatch[key]
+            for o in range(base, common_end):
+                if mm is None and log[o] != olog[o]:
+                    mm = o
+                if mm is not None and log[o][0] == olog[o][0]:
+                    self.find(
+                        "LogMatching",
+                        f"replicas {rep.id} and {other.id} both hold epoch {log[o][0]} at offset {o} but differ at offset {mm}",
+                    )
+            self.pair_mismatch[key] = mm
+        if self.committed_mismatch_of[rep.id] is None:
+            committed = self.committed
+            for o in range(base, min(end, len(committed))):
+                if log[o] != committed[o]:
+                    self.committed_mismatch_of[rep.id] = o
+                    break
+        self.dirty_caches[rep.id] = min(self.dirty_caches.get(rep.id, base), base)
+
+    def _truncated(self, e: Truncated) -> None:
+        for key, mm in self.pair_mismatch.items():
+            if e.replica in key and mm is not None and mm >= e.to:
+                self.pair_mismatch[key] = None
+        cm = self.committed_mismatch_of[e.replica]
+        if cm is not None and cm >= e.to:
+            self.committed_mismatch_of[e.replica] = None
+
+    # -- committed and acked ------------------------------------------------------------
+
+    def _leader_hw(self, p: "Partition", e: LeaderHw) -> None:
+        """A replica that presumes leadership has HW ``e.hw``: fold ``[0, hw)`` of its log into C.
+
+        Observed when a replica becomes leader (its HW may be stale) and whenever a leader's HW
+        rises.  Offsets below the replica's committed mismatch already agree with C.
+        """
+        rep = p.replicas[e.replica]
+        covered = self.presumer_covered.get(rep.id)
+        if covered is None:
+            cm = self.committed_mismatch_of[rep.id]
+            covered = min(len(self.committed), e.hw if cm is None else cm)
+        hw = e.hw
+        if hw <= covered:
+            self.presumer_covered[rep.id] = max(covered, 0)
+            return
+        committed, log = self.committed, rep.log
+        first_new = len(committed)
+        for o in range(covered, hw):
+            record = log[o]
+            if o < len(committed):
+                if committed[o] != record and (o, record) not in self.committed_twice_set:
+                    self.committed_twice_set.add((o, record))
+                    self.committed_twice.append((o, record))
+            else:
+                committed.append(record)
+        self.presumer_covered[rep.id] = hw
+        if len(committed) > first_new:
+            self._committed_extended(p, first_new)
+
+    def _committed_extended(self, p: "Partition", first_new: int) -> None:
+        committed = self.committed
+        for rep in p.replicas.values():
+            if self.committed_mismatch_of[rep.id] is not None:
+                continue
+            log = rep.log
+            for o in range(first_new, min(len(committed), rep.leo)):
+                if log[o] != committed[o]:
+                    self.committed_mismatch_of[rep.id] = o
+                    break
+
+    def _acked(self, p: "Partition", e: Acked) -> None:
+        min_isr = p.config.min_insync_replicas
+        if len(e.isr) < min_isr:
+            self.find("AckedImpliesMinIsr", f"offsets {e.first}..{e.last} acked with ISR {list(e.isr)} below min.insync.replicas {min_isr}")
+        if e.short:
+            self.find("AckedImpliesMinIsr", f"offset {e.last} acked while ISR members {list(e.short)} did not have it")
+        for o, record, holders in zip(range(e.first, e.last + 1), e.records, e.holders):
+            self.acked.setdefault((o, record), AckInfo(step=e.produce_step, holders=holders))
+
+    def _power_loss(self, p: "Partition", e: PowerLoss) -> None:
+        """Replica ``e.replica`` lost ``e.records`` in a power failure."""
+        isr = p.controller.isr
+        for o, record in enumerate(e.records, start=e.first):
+            info = self.acked.get((o, record))
+            if info is not None and e.replica in info.holders:
+                info.lost_by_power += 1
+            was_committed = (o < len(self.committed) and self.committed[o] == record) or (o, record) in self.committed_twice_set
+            if was_committed and self.faultless:
+                still_held = any(
+                    q.alive and q.id in isr and q.id != e.replica and q.leo > o and q.log[o] == record
+                    for q in p.replicas.values()
+                )
+                if not still_held:
+                    self.faultless = False
+
+    def compactable_offset(self, p: "Partition") -> int:
+        """The end of the prefix no step can change any more.
+
+        Below every replica's recovery point, HW, HW checkpoint and LEO (dead replicas
+        included), below the committed ledger's end, and identical on every replica and in the
+        ledger: truncation (to a HW, to an epoch boundary, to a recovery point) never reaches
+        below it.
+        """
+        k = len(self.committed)
+        for r in p.replicas.values():
+            k = min(k, r.recovery_point, r.hw, r.hw_checkpoint, r.leo)
+            cm = self.committed_mismatch_of[r.id]
+            if cm is not None:
+                k = min(k, cm)
+        for mm in self.pair_mismatch.values():
+            if mm is not None:
+                k = min(k, mm)
+        return max(k, p.compacted_offset)
+
+    def compact(self, upto: int) -> None:
+        """Forget the ghost state of offsets below ``upto`` (identical everywhere, never truncated)."""
+        self.committed.compact(upto)
+        self.committed_twice = [(o, r) for o, r in self.committed_twice if o >= upto]
+        self.committed_twice_set = set(self.committed_twice)
+        self.acked = {k: v for k, v in self.acked.items() if k[0] >= upto}
+        self.reported_losses = {k for k in self.reported_losses if k[0] >= upto}
+
+    # -- losses ---------------------------------------------------------------------------
+
+    def scan_losses(self, p: "Partition", step: int) -> None:
+        """Report committed records the controller's leader no longer holds (§C.1, C.1a, C.1b).
+
+        Runs once the controller's leader is alive and has processed the current LeaderAndIsr.
+        Each (offset, record) is reported the first time; a record that returns is not withdrawn.
+        """
+        c = p.controller
+        if c.leader is None:
+            return
+        leader = p.replicas[c.leader]
+        if not leader.alive or leader.role is not Role.LEADER or leader.leader_epoch != c.leader_epoch:
+            return
+        key = (leader.id, c.leader_epoch, leader.leadership.generation)
+        if self.loss_cursor is None or self.loss_cursor[0] != key:
+            cm = self.committed_mismatch_of[leader.id]
+            start = leader.leo if cm is None else min(cm, leader.leo)
+            main, alt = start, 0
+        else:
+            _, main, alt = self.loss_cursor
+        log, leo, committed = leader.log, leader.leo, self.committed
+        min_isr = p.config.min_insync_replicas
+        for o in range(main, len(committed)):
+            if o >= leo or log[o] != committed[o]:
+                self._report_loss(p, o, committed[o], step, min_isr)
+        for o, record in self.committed_twice[alt:]:
+            if o >= leo or log[o] != record:
+                self._report_loss(p, o, record, step, min_isr)
+        self.loss_cursor = (key, max(main, len(committed)), len(self.committed_twice))
+
+    def _report_loss(self, p: "Partition", offset: int, record: Record, step: int, min_isr: int) -> None:
+        if (offset, record) in self.reported_losses:
+            return
+        self.reported_losses.add((offset, record))
+        info = self.acked.get((offset, record))
+        allowed = not self.faultless
+        self.losses.append({"offset": offset, "value": record[1], "acked": info is not None, "allowed": allowed, "step": step})
+        what = f"{'acked' if info else 'committed'} record {record[1]!r} (epoch {record[0]}) at offset {offset}"
+        leader = p.controller.leader
+        if not allowed:
+            self.find("NoCommittedDataLoss", f"leader {leader} no longer holds {what}")
+            if info is not None:
+                self.find("NoAckedDataLoss", f"leader {leader} no longer holds {what}")
+        if info is not None and not self.unclean_election and info.lost_by_power < min_isr:
+            self.find(
+                "MinIsrDurability",
+                f"leader {leader} no longer holds {what}; only {info.lost_by_power} of its holders {sorted(info.holders)} lost it in a power failure",
+            )

@@ -1,0 +1,92 @@
+"""What a step did, as the checker needs to know it: the partition reports, the checker observes.
+
+A step returns its effects in the order they happened.  Each carries the facts of that moment
+that a later part of the same step could change (who held an acknowledged record, the records
+a power failure destroyed); everything else the checker reads from the partition after the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Record = tuple[int, str]  # (epoch, value)
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """``replica`` appended records at ``[base, end)``; its LEO before was ``previous_leo``."""
+
+    replica: int
+    base: int
+    previous_leo: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """``replica``'s log was cut to ``to`` records."""
+
+    replica: int
+    to: int
+
+
+@dataclass(frozen=True, slots=True)
+class CacheChanged:
+    replica: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderHw:
+    """A replica presuming leadership has HW ``hw`` (it became leader, or its HW rose)."""
+
+    replica: int
+    hw: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipEnded:
+    replica: int
+
+
+@dataclass(frozen=True, slots=True)
+class Acked:
+    """Offsets ``first..last`` of ``leader`` were acknowledged to an acks=all producer.
+
+    ``records`` are the leader's records there; ``holders[i]`` the replicas holding
+    ``records[i]`` at that moment; ``short`` the leader's ISR members whose LEO did not reach
+    ``last``.
+    """
+
+    leader: int
+    first: int
+    last: int
+    produce_step: int
+    isr: tuple[int, ...]
+    records: tuple[Record, ...]
+    holders: tuple[frozenset[int], ...]
+    short: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UncleanElection:
+    leader: int
+
+
+@dataclass(frozen=True, slots=True)
+class PowerLoss:
+    """``replica`` lost ``records`` (from offset ``first`` on) in a power failure."""
+
+    replica: int
+    first: int
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EpochReused:
+    """The controller wrote a leader epoch it had already used."""
+
+    epoch: int
+    detail: str
+
+
+Effect = Appended | Truncated | CacheChanged | LeaderHw | LeadershipEnded | Acked | UncleanElection | PowerLoss | EpochReused

@@ -1,0 +1,222 @@
+"""The leader side (Kafka's ``Partition.scala``): becoming leader, writes, the high watermark,
+ISR expansion and shrinking, and parked acks=all produces.
+
+``maybe*`` functions say when they fire and return whether they changed anything.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .effects import Acked, CacheChanged, LeaderHw, LeadershipEnded
+from .log import append
+from .replica import UNKNOWN_OFFSET, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
+from .steps import Produce, ShrinkIsr, Tick
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from .partition import Partition
+
+
+def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
+    """BecomeLeader: HW keeps its (possibly stale) value; a leader never truncates."""
+    new_leader = rep.role is not Role.LEADER
+    rep.leader_epoch = request.leader_epoch
+    rep.believed_leader, rep.role = rep.id, Role.LEADER
+    rep.fresh_after_restart, rep.fetch_state, rep.last_response_hw = False, None, None
+    followers = [f for f in p.assignment if f != rep.id]
+    if new_leader:
+        p.generation += 1
+        rep.leadership = LeaderState(
+            generation=p.generation,
+            since_ms=p.now_ms,
+            isr=request.isr,
+            partition_epoch=request.partition_epoch,
+            epoch_start_offset=rep.leo,
+            remote_leo={f: UNKNOWN_OFFSET for f in followers},
+            last_caught_up_ms={f: None for f in followers},
+            last_fetch_leader_leo={f: None for f in followers},
+            last_fetch_ms={f: None for f in followers},
+            highest_hw=rep.hw,
+        )
+    else:
+        ls = rep.leadership
+        if p.variant.reset_remote_leo_on_new_epoch:
+            ls.forget_followers(p.now_ms)
+        ls.isr, ls.partition_epoch, ls.epoch_start_offset = request.isr, request.partition_epoch, rep.leo
+    if p.variant.assign_epoch_on_election and rep.cache.assign(rep.leader_epoch, rep.leo):
+        p.effect(CacheChanged(rep.id))
+    p.event("BecomeLeader", replica=rep.id, epoch=rep.leader_epoch, new_leader=new_leader)
+    p.effect(LeaderHw(rep.id, rep.hw))
+    maybe_increment_high_watermark(p, rep)
+
+
+def stop_leading(p: "Partition", rep: Replica, answer: str = "NOT_LEADER") -> None:
+    """Leadership ends: parked acks=all produces get ``answer`` (NOT_LEADER on demotion,
+    REQUEST_TIMED_OUT when the broker stops)."""
+    if rep.leadership is not None:
+        for ack in rep.leadership.pending_acks:
+            p.error(answer, step=ack.step)
+        rep.leadership = None
+        p.effect(LeadershipEnded(rep.id))
+
+
+def produce(p: "Partition", step: Produce) -> None:
+    """LeaderWrite: any replica presuming leadership appends, stamping its own epoch."""
+    target = p.controller.leader if step.replica is None else step.replica
+    if target is None:
+        p.error("LEADER_NOT_AVAILABLE")
+        return
+    leader = p.replicas[target]
+    if not leader.presumes_leadership:
+        p.error("NOT_LEADER")
+        return
+    acks = step.acks or p.config.acks
+    ls = leader.leadership
+    if acks == "all" and len(ls.isr) < p.config.min_insync_replicas:
+        p.error("NOT_ENOUGH_REPLICAS")  # checked before the append
+        return
+    base = leader.leo
+    append(p, leader, base, [(leader.leader_epoch, v) for v in step.values])
+    if acks == "all":
+        ls.pending_acks.append(PendingAck(p.step_number, base, leader.leo - 1))
+    maybe_increment_high_watermark(p, leader)
+
+
+def maybe_increment_high_watermark(p: "Partition", leader: Replica) -> bool:
+    """Partition.maybeIncrementLeaderHW: HW = min LEO over the ISR and caught-up followers.
+
+    Triggered when the ISR changes or any replica's LEO changes (produce, fetch, election).
+    An UNKNOWN remote LEO (-1) blocks any advance; the leader never lowers its HW.
+    Returns True if the HW moved.
+    """
+    ls = leader.leadership
+    if p.variant.strict_min_isr_hw and len(ls.isr) < p.config.min_insync_replicas:
+        return False
+    candidates = [leader.leo]
+    for f, remote in ls.remote_leo.items():
+        if f in ls.isr or caught_up(p, ls, f):
+            candidates.append(remote)
+    new_hw = min(candidates)
+    if new_hw <= leader.hw:
+        return False
+    leader.hw = new_hw
+    ls.highest_hw = max(ls.highest_hw, new_hw)
+    p.effect(LeaderHw(leader.id, new_hw))
+    complete_delayed_produces(p, leader)
+    return True
+
+
+def caught_up(p: "Partition", ls: LeaderState, f: int) -> bool:
+    last = ls.last_caught_up_ms[f]
+    return last is not None and p.now_ms - last <= p.config.replica_lag_time_max_ms
+
+
+def complete_delayed_produces(p: "Partition", leader: Replica) -> None:
+    """checkEnoughReplicasReachOffset: answer parked acks=all produces the HW now covers."""
+    ls = leader.leadership
+    min_isr = p.config.min_insync_replicas
+    waiting = []
+    for ack in ls.pending_acks:
+        if leader.hw <= ack.last_offset:
+            waiting.append(ack)
+        elif len(ls.isr) >= min_isr:
+            p.effect(_acked(p, leader, ack, ls.isr))
+            p.event("Ack", produce_step=ack.step, offsets=[ack.first_offset, ack.last_offset])
+        else:
+            p.error("NOT_ENOUGH_REPLICAS_AFTER_APPEND", step=ack.step)
+    ls.pending_acks = waiting
+
+
+def _acked(p: "Partition", leader: Replica, ack: PendingAck, isr: tuple[int, ...]) -> Acked:
+    """The facts of an acknowledgement at the moment it is sent."""
+    records = tuple(leader.log[ack.first_offset:ack.last_offset + 1])
+    holders = tuple(
+        frozenset(r.id for r in p.replicas.values() if r.leo > o and r.log[o] == record)
+        for o, record in enumerate(records, start=ack.first_offset)
+    )
+    short = tuple(r for r in isr if p.replicas[r].leo <= ack.last_offset)
+    return Acked(leader.id, ack.first_offset, ack.last_offset, ack.step, isr, records, holders, short)
+
+
+def leader_write_isr(p: "Partition", leader: Replica, isr: tuple[int, ...], why: str) -> bool:
+    """Write a leader-initiated ISR change (ZK CAS on the partition epoch); no epoch bump."""
+    c, ls = p.controller, leader.leadership
+    if c.leader != leader.id or c.partition_epoch != ls.partition_epoch:
+        return False  # stale zkVersion: a zombie or a leader that missed a LeaderAndIsr
+    c.isr = isr
+    c.partition_epoch += 1
+    ls.isr, ls.partition_epoch = isr, c.partition_epoch
+    p.event("IsrChange", by="leader", why=why, isr=list(isr), epoch=c.leader_epoch)
+    return True
+
+
+def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_offset: int) -> None:
+    """Replica.updateLogReadResult: the remote LEO is the fetch offset, *at request time*."""
+    ls = leader.leadership
+    ls.remote_leo[f] = fetch_offset
+    if fetch_offset >= leader.leo:
+        ls.last_caught_up_ms[f] = p.now_ms
+    elif ls.last_fetch_leader_leo[f] is not None and fetch_offset >= ls.last_fetch_leader_leo[f]:
+        ls.last_caught_up_ms[f] = ls.last_fetch_ms[f]
+    ls.last_fetch_leader_leo[f] = leader.leo
+    ls.last_fetch_ms[f] = p.now_ms
+
+
+def maybe_expand_isr(p: "Partition", leader: Replica, f: int) -> bool:
+    """Add ``f`` once its LEO reaches the HW (and, with KAFKA-7128, the epoch start)."""
+    ls = leader.leadership
+    remote = ls.remote_leo[f]
+    if f in ls.isr or remote < leader.hw:
+        return False
+    if p.variant.isr_join_requires_epoch_start and remote < ls.epoch_start_offset:
+        return False
+    return leader_write_isr(p, leader, tuple(sorted(ls.isr + (f,))), "expand")
+
+
+def shrink_isr(p: "Partition", step: ShrinkIsr) -> None:
+    """LeaderShrinkIsr: the controller's leader drops a lagging follower (no epoch bump)."""
+    c = p.controller
+    leader = p.replicas[c.leader] if c.leader is not None else None
+    if leader is None or not leader.presumes_leadership:
+        p.error("NOT_LEADER")
+        return
+    f = step.replica
+    ls = leader.leadership
+    if f == leader.id:
+        p.error("INVALID_REQUEST")
+        return
+    if f not in ls.isr:
+        p.error("REPLICA_NOT_IN_ISR")
+        return
+    if not leader_write_isr(p, leader, tuple(x for x in ls.isr if x != f), "shrink"):
+        p.error("INVALID_UPDATE_VERSION")
+        return
+    ls.last_caught_up_ms[f] = None  # lagging until it fetches up to the LEO again
+    ls.last_fetch_leader_leo[f] = None
+    maybe_increment_high_watermark(p, leader)
+
+
+def tick(p: "Partition", step: Tick) -> None:
+    """Emulated time passes; every presumed leader runs maybeShrinkIsr."""
+    p.now_ms += step.ms
+    for rid in sorted(p.replicas):
+        rep = p.replicas[rid]
+        if rep.presumes_leadership:
+            maybe_shrink_isr(p, rep)
+
+
+def maybe_shrink_isr(p: "Partition", leader: Replica) -> bool:
+    """Drop ISR followers not caught up for longer than replica.lag.time.max.ms."""
+    ls = leader.leadership
+    lag_max = p.config.replica_lag_time_max_ms
+    out_of_sync = [
+        f for f in ls.isr
+        if f != leader.id
+        and p.now_ms - (ls.last_caught_up_ms[f] if ls.last_caught_up_ms[f] is not None else ls.since_ms) > lag_max
+    ]
+    if not out_of_sync:
+        return False
+    if not leader_write_isr(p, leader, tuple(f for f in ls.isr if f not in out_of_sync), "lag"):
+        return False
+    maybe_increment_high_watermark(p, leader)
+    return True

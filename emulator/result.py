@@ -1,0 +1,79 @@
+"""The run result of the contract (format 1): state snapshots, the result object, its one
+serialiser, and the test that a JSON document is such a result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .replica import Role
+
+RESULT_FORMAT = 1
+
+
+class ResultFormatError(ValueError):
+    pass
+
+
+def controller_snapshot(p) -> dict[str, Any]:
+    c = p.controller
+    return {"leader": c.leader, "epoch": c.leader_epoch, "isr": sorted(c.isr)}
+
+
+def replica_snapshot(p, rid: int, with_log: bool = True) -> dict[str, Any]:
+    """One replica in the contract's ``final`` shape (``log`` omitted when ``with_log`` is False)."""
+    r = p.replicas[rid]
+    remote = None
+    if r.presumes_leadership:
+        remote = {str(f): r.leadership.remote_leo[f] for f in sorted(r.leadership.remote_leo)}
+    snap = {
+        "alive": r.alive,
+        "halted": r.halted,
+        "role": r.role.value if isinstance(r.role, Role) else r.role,
+        "leader_epoch": r.leader_epoch,
+        "leo": r.leo,
+        "hw": r.hw,
+        "log": [[o, e, v] for o, (e, v) in r.log.items()] if with_log else None,
+        "epoch_cache": r.cache.as_pairs(),
+        "remote_leo": remote,
+    }
+    if not with_log:
+        del snap["log"]
+    return snap
+
+
+def state_snapshot(p) -> dict[str, Any]:
+    return {
+        "controller": controller_snapshot(p),
+        "replicas": {str(rid): replica_snapshot(p, rid) for rid in sorted(p.replicas)},
+    }
+
+
+def compacted_prefix(p) -> dict[str, Any]:
+    """Contract extension for compacted runs: logs start at ``offset``; ``digest`` covers the rest."""
+    return {"offset": p.compacted_offset, "digest": p.prefix_digest}
+
+
+def result_object(scenario_name: str, protocol: str, steps: int, final: dict, violations: list, losses: list,
+                  errors: list, compacted: dict | None = None) -> dict[str, Any]:
+    """The contract's result object, keys in the contract's order."""
+    result: dict[str, Any] = {
+        "format": RESULT_FORMAT, "scenario": scenario_name, "protocol": protocol, "steps": steps, "final": final,
+        "violations": violations, "losses": losses, "errors": errors,
+    }
+    if compacted:
+        result["compacted_prefix"] = compacted
+    return result
+
+
+def check_result_document(data: Any, source: str) -> list[dict[str, Any]]:
+    """The result objects in a ``replemu run --json`` document (one object or an array)."""
+    results = data if isinstance(data, list) else [data]
+    if not results or not all(isinstance(r, dict) and r.get("format") == RESULT_FORMAT and "final" in r for r in results):
+        raise ResultFormatError(f"{source}: not a replemu result (format {RESULT_FORMAT})")
+    return results
+
+
+def dumps(obj: Any) -> str:
+    """The one JSON encoding of results: stable key order, byte-identical across runs."""
+    return json.dumps(obj, indent=2, ensure_ascii=False)

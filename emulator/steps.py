@@ -1,0 +1,407 @@
+"""The steps of a scenario: one frozen dataclass per step kind, and the one table of step kinds.
+
+``STEP_TABLE`` is the single description of the step vocabulary: the scenario loader validates
+arguments with it, the stream's event rows carry its kinds and arguments, the partition
+dispatches on its kinds, and ``docs/steps.md`` is generated from it (``replemu steps``).
+
+Adding a step kind: add a member to ``StepKind``, a frozen dataclass below, one ``StepSpec``
+row in ``STEP_TABLE`` (its arguments and its meaning), and its handler in
+``emulator.partition.HANDLERS``; ``tests/test_layout.py`` fails until all four exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable, Union
+
+from .bounds import INT32_MAX, INT64_MAX, short_repr
+
+
+class StepError(ValueError):
+    """An invalid step: the message says which argument is wrong and why (no file name)."""
+
+
+class StepKind(str, Enum):
+    ELECT = "elect"
+    LEADER_AND_ISR = "leader_and_isr"
+    PRODUCE = "produce"
+    FETCH = "fetch"
+    SHRINK_ISR = "shrink_isr"
+    CONTROLLER_REMOVE = "controller_remove"
+    CHECKPOINT_HW = "checkpoint_hw"
+    FLUSH = "flush"
+    CRASH = "crash"
+    RESTART = "restart"
+    TICK = "tick"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class FetchResponse(str, Enum):
+    DELIVERED = "delivered"
+    LOST = "lost"
+
+
+class CrashMode(str, Enum):
+    PROCESS = "process"
+    POWER = "power"
+
+
+# -- the steps ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Elect:
+    leader: int | None = None
+    epoch: int | None = None
+    isr: tuple[int, ...] | None = None
+    to: tuple[int, ...] | None = None
+    unclean: bool | None = None
+    kind = StepKind.ELECT
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    replica: int
+    epoch: int | None = None
+    kind = StepKind.LEADER_AND_ISR
+
+
+@dataclass(frozen=True, slots=True)
+class Produce:
+    values: tuple[str, ...]
+    acks: str | None = None  # "all" | "1" | "0"
+    replica: int | None = None
+    kind = StepKind.PRODUCE
+
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    replica: int
+    max_records: int | None = None
+    response: FetchResponse = FetchResponse.DELIVERED
+    kind = StepKind.FETCH
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "response", FetchResponse(self.response))
+
+
+@dataclass(frozen=True, slots=True)
+class ShrinkIsr:
+    replica: int
+    kind = StepKind.SHRINK_ISR
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRemove:
+    replica: int
+    kind = StepKind.CONTROLLER_REMOVE
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointHw:
+    replica: int | None = None
+    kind = StepKind.CHECKPOINT_HW
+
+
+@dataclass(frozen=True, slots=True)
+class Flush:
+    replica: int
+    offset: int | None = None
+    kind = StepKind.FLUSH
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    replica: int
+    mode: CrashMode = CrashMode.PROCESS
+    kind = StepKind.CRASH
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", CrashMode(self.mode))
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    replica: int
+    kind = StepKind.RESTART
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    ms: int
+    kind = StepKind.TICK
+
+
+Step = Union[Elect, LeaderAndIsr, Produce, Fetch, ShrinkIsr, ControllerRemove, CheckpointHw, Flush, Crash, Restart, Tick]
+
+
+# -- argument types -------------------------------------------------------------------------
+
+
+class ArgType(str, Enum):
+    """How a YAML value of an argument is checked (and described in errors and docs)."""
+
+    REPLICA = "a replica id (int)"
+    REPLICA_LIST = "a list of replica ids"
+    EPOCH = "a non-negative int"
+    COUNT = "a non-negative int"
+    MILLIS = "a non-negative int (milliseconds)"
+    OFFSET = "a non-negative int"
+    BOOL = "a bool"
+    STRING = "a string"
+    STRING_LIST = "a list of strings"
+    ACKS = "one of all, 1, 0"
+    CHOICE = "one of"
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_RANGE = {ArgType.EPOCH: INT32_MAX, ArgType.COUNT: INT32_MAX, ArgType.MILLIS: INT64_MAX, ArgType.OFFSET: INT64_MAX}
+ACKS_VALUES = ("all", "-1", "1", "0", -1, 1, 0)
+
+
+def normalise_acks(v: Any) -> str:
+    """``all`` / ``-1`` / ``1`` / ``0`` (str or int) -> ``"all" | "1" | "0"``."""
+    return "all" if v in ("all", "-1", -1) else str(v)
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    name: str
+    type: ArgType
+    required: bool = False
+    default: Any = None  # the value a step omitted from YAML has (omitted again when written)
+    choices: tuple[str, ...] = ()
+    doc: str = ""
+
+    def describe(self) -> str:
+        if self.type is ArgType.CHOICE:
+            return " or ".join(repr(c) for c in self.choices)
+        return self.type.value
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    kind: StepKind
+    cls: type
+    args: tuple[Arg, ...]
+    doc: str
+    check: Callable[[dict[str, Any]], None] | None = None  # cross-argument rules, raises StepError
+
+    @property
+    def arg_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.args)
+
+
+def _check_elect(a: dict[str, Any]) -> None:
+    if a.get("isr") is not None and not a["isr"]:
+        raise StepError("isr must not be empty")
+    if a.get("isr") is not None and a.get("leader") is not None and a["leader"] not in a["isr"]:
+        raise StepError(f"isr {list(a['isr'])} does not contain the leader {a['leader']}")
+
+
+def _check_produce(a: dict[str, Any]) -> None:
+    if (a.get("value") is None) == (a.get("values") is None):
+        raise StepError("give exactly one of 'value' (a string) or 'values' (a list of strings)")
+    if a.get("values") is not None and not a["values"]:
+        raise StepError("'values' must not be empty")
+
+
+_REPLICA = Arg("replica", ArgType.REPLICA, required=True, doc="the broker the step happens on")
+
+STEP_TABLE: dict[StepKind, StepSpec] = {spec.kind: spec for spec in (
+    StepSpec(StepKind.ELECT, Elect, (
+        Arg("leader", ArgType.REPLICA, doc="the new leader (default: the controller's choice)"),
+        Arg("epoch", ArgType.EPOCH, doc="the leader epoch (default: controller epoch + 1)"),
+        Arg("isr", ArgType.REPLICA_LIST, doc="the new ISR (default: the live ISR plus the leader)"),
+        Arg("to", ArgType.REPLICA_LIST, doc="who processes the LeaderAndIsr now (default: every live replica, leader first)"),
+        Arg("unclean", ArgType.BOOL, doc="overrides the topic's unclean_leader_election for this election"),
+    ), "The controller writes (leader, epoch, ISR) and sends LeaderAndIsr. Without `leader` it chooses as "
+       "Kafka does: the first live ISR member in assignment order, else (unclean allowed) the first live "
+       "replica, else the partition goes offline.", _check_elect),
+    StepSpec(StepKind.LEADER_AND_ISR, LeaderAndIsr, (
+        _REPLICA,
+        Arg("epoch", ArgType.EPOCH, doc="process the pending request of this epoch (default: the newest)"),
+    ), "The replica processes a LeaderAndIsr it missed; a follower runs its variant's truncation phase."),
+    StepSpec(StepKind.PRODUCE, Produce, (
+        Arg("value", ArgType.STRING, doc="one record"),
+        Arg("values", ArgType.STRING_LIST, doc="several records (give value or values)"),
+        Arg("acks", ArgType.ACKS, doc="overrides the config's acks"),
+        Arg("replica", ArgType.REPLICA, doc="the broker the client sends to (default: the controller's leader)"),
+    ), "A client sends records; a replica that does not presume leadership answers NOT_LEADER.", _check_produce),
+    StepSpec(StepKind.FETCH, Fetch, (
+        _REPLICA,
+        Arg("max_records", ArgType.COUNT, doc="at most this many records in the response"),
+        Arg("response", ArgType.CHOICE, default=FetchResponse.DELIVERED, choices=tuple(m.value for m in FetchResponse),
+            doc="lost: the leader-side effects happen, the follower never sees the response"),
+    ), "One fetch round trip from the follower to the leader it believes in."),
+    StepSpec(StepKind.SHRINK_ISR, ShrinkIsr, (_REPLICA,), "The leader drops the replica from the ISR (no epoch bump)."),
+    StepSpec(StepKind.CONTROLLER_REMOVE, ControllerRemove, (_REPLICA,),
+             "The controller drops a dead broker from the ISR and bumps the leader epoch."),
+    StepSpec(StepKind.CHECKPOINT_HW, CheckpointHw, (
+        Arg("replica", ArgType.REPLICA, doc="default: every live replica"),
+    ), "The replica writes its HW to its checkpoint file."),
+    StepSpec(StepKind.FLUSH, Flush, (
+        _REPLICA,
+        Arg("offset", ArgType.OFFSET, doc="the new recovery point (default: the LEO)"),
+    ), "The replica's recovery point moves (records below it survive a power loss)."),
+    StepSpec(StepKind.CRASH, Crash, (
+        _REPLICA,
+        Arg("mode", ArgType.CHOICE, default=CrashMode.PROCESS, choices=tuple(m.value for m in CrashMode),
+            doc="power: also lose every record at or above the recovery point"),
+    ), "The broker stops."),
+    StepSpec(StepKind.RESTART, Restart, (_REPLICA,),
+             "The broker starts again: HW = min(checkpointed HW, LEO), no known leader."),
+    StepSpec(StepKind.TICK, Tick, (
+        Arg("ms", ArgType.MILLIS, required=True, doc="how much emulated time passes"),
+    ), "Emulated time passes; leaders shrink the ISR of followers that lagged too long."),
+)}
+
+STEP_KINDS: tuple[str, ...] = tuple(k.value for k in STEP_TABLE)
+
+
+# -- parsing and writing ----------------------------------------------------------------------
+
+
+def _value(arg: Arg, value: Any, replicas: tuple[int, ...]) -> Any:
+    t = arg.type
+    if t is ArgType.REPLICA:
+        if not is_int(value):
+            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
+        if value not in replicas:
+            raise StepError(f"{arg.name} {value} is not one of the partition's replicas {list(replicas)}")
+        return value
+    if t is ArgType.REPLICA_LIST:
+        if not (isinstance(value, list) and all(is_int(x) for x in value)):
+            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
+        for x in value:
+            if x not in replicas:
+                raise StepError(f"{arg.name} names replica {x}, which is not one of the partition's replicas {list(replicas)}")
+        if len(set(value)) != len(value):
+            raise StepError(f"{arg.name} lists a replica twice: {value}")
+        return tuple(value)
+    if t in _RANGE:
+        if not (is_int(value) and value >= 0):
+            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
+        if value > _RANGE[t]:
+            raise StepError(f"{arg.name!r} {value} is out of range (at most {_RANGE[t]})")
+        return value
+    if t is ArgType.BOOL:
+        if not isinstance(value, bool):
+            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
+        return value
+    if t is ArgType.STRING:
+        if not isinstance(value, str):
+            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
+        return value
+    if t is ArgType.STRING_LIST:
+        if not (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
+        return tuple(value)
+    if t is ArgType.ACKS:
+        if value not in ACKS_VALUES or isinstance(value, bool):
+            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
+        return normalise_acks(value)
+    if value not in arg.choices:
+        raise StepError(f"{arg.name!r} must be {arg.describe()}, got {short_repr(value)}")
+    return value
+
+
+def parse_step(kind: Any, args: Any, replicas: tuple[int, ...]) -> Step:
+    """Validate one step's arguments (the YAML form: ``{kind: args}``) against ``STEP_TABLE``."""
+    try:
+        spec = STEP_TABLE[StepKind(kind)]
+    except (ValueError, TypeError):
+        raise StepError(f"unknown step type {short_repr(kind)} (known: {', '.join(STEP_KINDS)})") from None
+    args = {} if args is None else args
+    if not isinstance(args, dict):
+        raise StepError(f"must be a mapping, got {'null' if args is None else type(args).__name__}")
+    unknown = sorted(str(k) for k in args if k not in spec.arg_names)
+    if unknown:
+        raise StepError(f"unknown key {short_repr(unknown[0])} (allowed: {', '.join(spec.arg_names)})")
+    values: dict[str, Any] = {}
+    for arg in spec.args:
+        if arg.name not in args:
+            if arg.required:
+                raise StepError(f"missing required key {arg.name!r}")
+            continue
+        values[arg.name] = _value(arg, args[arg.name], replicas)
+    if spec.check:
+        spec.check(values)
+    return _build(spec, values)
+
+
+def _build(spec: StepSpec, values: dict[str, Any]) -> Step:
+    if spec.kind is StepKind.PRODUCE:
+        values = dict(values)
+        value = values.pop("value", None)
+        values["values"] = (value,) if value is not None else values["values"]
+    elif spec.kind is StepKind.ELECT and values.get("isr") is not None:
+        values = {**values, "isr": tuple(sorted(values["isr"]))}
+    return spec.cls(**values)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    return list(value) if isinstance(value, tuple) else value
+
+
+def step_to_dict(step: Step) -> dict[str, Any]:
+    """The step in the YAML contract's shape: ``{type: {arg: value, ...}}`` (defaults omitted)."""
+    args: dict[str, Any] = {}
+    if isinstance(step, Produce):
+        if len(step.values) == 1:
+            args["value"] = step.values[0]
+        else:
+            args["values"] = list(step.values)
+        if step.acks is not None:
+            args["acks"] = step.acks if step.acks == "all" else int(step.acks)
+        if step.replica is not None:
+            args["replica"] = step.replica
+        return {step.kind.value: args}
+    for arg in STEP_TABLE[step.kind].args:
+        value = getattr(step, arg.name)
+        if value is None or value == arg.default:
+            continue
+        args[arg.name] = _plain(value)
+    return {step.kind.value: args}
+
+
+def describe_step(step: Step) -> str:
+    """A short human form, e.g. ``fetch(2, lost)`` or ``elect(1, e0, isr=[1,2])``."""
+    d = step_to_dict(step)[step.kind.value]
+    parts = []
+    for key, value in d.items():
+        if key in ("replica", "leader"):
+            parts.insert(0, str(value))
+        elif key == "epoch":
+            parts.append(f"e{value}")
+        elif key == "value":
+            parts.append(str(value))
+        elif key == "values":
+            parts.append(",".join(value))
+        elif key == "response":
+            parts.append(value)
+        elif isinstance(value, list):
+            parts.append(f"{key}=[{','.join(map(str, value))}]")
+        else:
+            parts.append(f"{key}={value}")
+    return f"{step.kind.value}({', '.join(parts)})"
+
+
+def steps_markdown() -> str:
+    """``docs/steps.md``: the step vocabulary, written from ``STEP_TABLE``."""
+    lines = ["# Step kinds", "", "Generated from `emulator/steps.py` (`STEP_TABLE`) by `replemu steps`; "
+             "do not edit by hand.", "", "| step | arguments | meaning |", "|---|---|---|"]
+    for spec in STEP_TABLE.values():
+        args = "; ".join(
+            f"`{a.name}` ({a.describe()}{', required' if a.required else ''}){': ' + a.doc if a.doc else ''}" for a in spec.args
+        )
+        lines.append(f"| `{spec.kind.value}` | {args} | {spec.doc} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,5 @@
+"""``python -m replemu`` is the ``replemu`` command."""
+
+from .cli import entry
+
+entry()

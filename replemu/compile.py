@@ -1,0 +1,19 @@
+"""``replemu compile``: scenario files -> event files for the streaming job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from emulator.scenario import ScenarioError
+from scenario_io.yaml_files import load_scenario
+from streaming.events import duplicate_keys, scenario_rows, write_event_files
+
+
+def compile_scenarios(paths: Iterable[str | Path], out_dir: str | Path, split: int = 1, fmt: str = "jsonl") -> list[Path]:
+    """Validate every file (and that no two share a partition key), then write the event files."""
+    scenarios = [load_scenario(p) for p in paths]
+    duplicate = duplicate_keys(scenarios)
+    if duplicate:
+        raise ScenarioError(duplicate)
+    return write_event_files([scenario_rows(s) for s in scenarios], out_dir, split=split, fmt=fmt)

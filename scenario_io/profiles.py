@@ -1,0 +1,36 @@
+"""Workload profiles: the table of ``conf/workloads.yaml``, shipped as package data."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from emulator.scenario import ScenarioError
+from emulator.workload import Profile, ProfileError, profile_from_mapping
+
+PACKAGED = "data/workloads.yaml"
+
+
+def default_profiles_text() -> str:
+    return resources.files("scenario_io").joinpath(PACKAGED).read_text(encoding="utf-8")
+
+
+def load_profiles(path: str | Path | None = None) -> dict[str, Profile]:
+    """The profiles of ``path``, or of the packaged table (``conf/workloads.yaml``) by default."""
+    source = str(path) if path else "workloads.yaml (packaged)"
+    try:
+        text = Path(path).read_text(encoding="utf-8") if path else default_profiles_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{source}: cannot read the workload profiles: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{source}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict) or not data:
+        raise ScenarioError(f"{source}: expected a mapping of profile name to profile")
+    try:
+        return {str(name): profile_from_mapping(str(name), p) for name, p in data.items()}
+    except ProfileError as exc:
+        raise ScenarioError(f"{source}: {exc}") from None
