@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from .bounds import INT32_MAX, INT64_MAX, short_repr
 from .steps import ACKS_VALUES, is_int, normalise_acks
+from .variants import KnobError, parse_knob_assignments
 
 
 class ConfigError(ValueError):
@@ -26,6 +27,13 @@ class Config:
     hw_checkpoint: str = "every_step"  # every_step | explicit
     log_flush: str = "every_step"  # every_step | explicit
     replica_lag_time_max_ms: int = 10000
+    knobs: tuple[tuple[str, Any], ...] = ()  # protocol knobs this partition sets (docs/protocol.md)
+
+
+def _knobs(v: Any) -> tuple[tuple[str, Any], ...]:
+    """``{name: value}`` -> sorted, validated pairs (raises KnobError)."""
+    parsed = parse_knob_assignments([f"{k}={str(x).lower() if isinstance(x, bool) else x}" for k, x in v.items()])
+    return tuple(sorted(parsed.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,8 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
                 "explicit: only flush steps advance the recovery point"),
     ConfigField("replica_lag_time_max_ms", lambda v: is_int(v) and 0 <= v <= INT64_MAX, "a non-negative int",
                 "replica.lag.time.max.ms, used by tick steps"),
+    ConfigField("knobs", lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v), "a map of knob name to value",
+                "protocol knobs set for this partition on top of the variant's preset (--knob wins)", _knobs),
 )
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in CONFIG_FIELDS)
 assert CONFIG_KEYS == tuple(f.name for f in fields(Config))
@@ -69,7 +79,10 @@ def parse_config(data: Any, replicas: int | None = None) -> Config:
             value = data[f.name]
             if not f.valid(value):
                 raise ConfigError(f"{f.name!r} must be {f.what}, got {short_repr(value)}")
-            values[f.name] = f.normalise(value)
+            try:
+                values[f.name] = f.normalise(value)
+            except KnobError as exc:
+                raise ConfigError(str(exc)) from None
     config = Config(**values)
     if replicas is not None and config.min_insync_replicas > replicas:
         raise ConfigError(f"min_insync_replicas {config.min_insync_replicas} exceeds the {replicas} replicas")
@@ -77,5 +90,11 @@ def parse_config(data: Any, replicas: int | None = None) -> Config:
 
 
 def config_to_dict(c: Config) -> dict[str, Any]:
-    """The config in the YAML contract's shape (every key; acks ``all`` or an int)."""
-    return {**asdict(c), "acks": c.acks if c.acks == "all" else int(c.acks)}
+    """The config in the YAML contract's shape (every key; acks ``all`` or an int; ``knobs``
+    only when it sets any)."""
+    d = {**asdict(c), "acks": c.acks if c.acks == "all" else int(c.acks)}
+    if c.knobs:
+        d["knobs"] = dict(c.knobs)
+    else:
+        del d["knobs"]
+    return d

@@ -90,12 +90,21 @@ def maybe_truncate(p: "Partition", rep: Replica) -> bool:
 
 
 def truncate_by_epoch_exchange(p: "Partition", rep: Replica, leader: Replica) -> None:
-    """AbstractFetcherThread.getOffsetTruncationState, iterated as KIP-279 describes."""
+    """AbstractFetcherThread.getOffsetTruncationState, iterated as KIP-279 describes.
+
+    The partition's fetch offset starts at the HW (ReplicaManager.makeFollowers) and moves to each
+    intermediate truncation point; an UNDEFINED answer truncates to it (``undefined_truncates_to
+    = fetch_offset``, 1.1+) or to the HW (``hw``).
+    """
     version = p.variant.end_offset_for
+    fetch_offset = rep.hw
     for _ in range(len(rep.cache) + 2):
         leader_epoch, leader_end = leader.cache.end_offset_for(rep.cache.latest_epoch(), leader.leo, version)
         if leader_end == UNDEFINED_EPOCH_OFFSET:
-            truncate_to(p, rep, rep.hw, "fallback-to-hw")
+            if p.variant.undefined_truncates_to == "fetch_offset" and fetch_offset != rep.hw:
+                truncate_to(p, rep, fetch_offset, "fallback-to-fetch-offset")
+            else:
+                truncate_to(p, rep, rep.hw, "fallback-to-hw")
             return
         if leader_epoch == UNDEFINED_EPOCH:  # the leader answered with the v0 protocol
             truncate_to(p, rep, min(leader_end, rep.leo), "epoch-lookup")
@@ -105,7 +114,8 @@ def truncate_by_epoch_exchange(p: "Partition", rep: Replica, leader: Replica) ->
             truncate_to(p, rep, min(leader_end, rep.leo), "epoch-lookup")
             return
         if own_epoch != leader_epoch:
-            truncate_to(p, rep, min(own_end, rep.leo), "epoch-lookup")
+            fetch_offset = min(own_end, rep.leo)
+            truncate_to(p, rep, fetch_offset, "epoch-lookup")
             continue
         truncate_to(p, rep, min(leader_end, own_end, rep.leo), "epoch-lookup")
         return

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .effects import Acked, CacheChanged, LeaderHw, LeadershipEnded
 from .log import append
-from .replica import UNKNOWN_OFFSET, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
+from .replica import NEVER, UNKNOWN_OFFSET, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
 from .steps import Produce, ShrinkIsr, Tick
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
@@ -18,7 +18,15 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
 
 
 def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
-    """BecomeLeader: HW keeps its (possibly stale) value; a leader never truncates."""
+    """Partition.makeLeader, for a new leader AND for the same broker re-elected in a new epoch.
+
+    Every follower's lag state restarts: lastCaughtUpMs = now if it is in the new ISR, else
+    NEVER (Replica.resetLastCaughtUpTime), so a follower the controller removed stops holding
+    the HW back at once.  A *new* leader knows no follower's LEO yet (UNKNOWN, the HW is frozen
+    until they fetch); a re-elected one keeps the remote LEOs it learned before ("only if
+    (isNewLeader)"), unless ``reset_remote_leo_on_reelection`` (the TLA+ rule).  The HW keeps its
+    (possibly stale) value; a leader never truncates.
+    """
     new_leader = rep.role is not Role.LEADER
     rep.leader_epoch = request.leader_epoch
     rep.believed_leader, rep.role = rep.id, Role.LEADER
@@ -28,21 +36,24 @@ def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
         p.generation += 1
         rep.leadership = LeaderState(
             generation=p.generation,
-            since_ms=p.now_ms,
             isr=request.isr,
             partition_epoch=request.partition_epoch,
             epoch_start_offset=rep.leo,
             remote_leo={f: UNKNOWN_OFFSET for f in followers},
-            last_caught_up_ms={f: None for f in followers},
-            last_fetch_leader_leo={f: None for f in followers},
-            last_fetch_ms={f: None for f in followers},
+            last_caught_up_ms={f: p.now_ms if f in request.isr else NEVER for f in followers},
+            last_fetch_leader_leo={f: UNKNOWN_OFFSET for f in followers},
+            last_fetch_ms={f: NEVER for f in followers},
             highest_hw=rep.hw,
         )
     else:
         ls = rep.leadership
-        if p.variant.reset_remote_leo_on_new_epoch:
-            ls.forget_followers(p.now_ms)
         ls.isr, ls.partition_epoch, ls.epoch_start_offset = request.isr, request.partition_epoch, rep.leo
+        for f in followers:
+            ls.last_caught_up_ms[f] = p.now_ms if f in request.isr else NEVER
+            ls.last_fetch_leader_leo[f] = rep.leo
+            ls.last_fetch_ms[f] = p.now_ms
+            if p.variant.reset_remote_leo_on_reelection:
+                ls.remote_leo[f] = UNKNOWN_OFFSET
     if p.variant.assign_epoch_on_election and rep.cache.assign(rep.leader_epoch, rep.leo):
         p.effect(CacheChanged(rep.id))
     p.event("BecomeLeader", replica=rep.id, epoch=rep.leader_epoch, new_leader=new_leader)
@@ -150,14 +161,23 @@ def leader_write_isr(p: "Partition", leader: Replica, isr: tuple[int, ...], why:
     return True
 
 
+def _later(a: int | None, b: int | None) -> int | None:
+    """``math.max`` of two lag times, NEVER below every time."""
+    return b if a is NEVER else a if b is NEVER else max(a, b)
+
+
 def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_offset: int) -> None:
-    """Replica.updateLogReadResult: the remote LEO is the fetch offset, *at request time*."""
+    """Replica.updateLogReadResult: the remote LEO is the fetch offset, *at request time*.
+
+    Caught up now if the fetch reached the leader's LEO; caught up as of the previous fetch if
+    it reached the LEO the leader had then (no change while that fetch time is NEVER).
+    """
     ls = leader.leadership
     ls.remote_leo[f] = fetch_offset
     if fetch_offset >= leader.leo:
-        ls.last_caught_up_ms[f] = p.now_ms
-    elif ls.last_fetch_leader_leo[f] is not None and fetch_offset >= ls.last_fetch_leader_leo[f]:
-        ls.last_caught_up_ms[f] = ls.last_fetch_ms[f]
+        ls.last_caught_up_ms[f] = _later(ls.last_caught_up_ms[f], p.now_ms)
+    elif fetch_offset >= ls.last_fetch_leader_leo[f]:
+        ls.last_caught_up_ms[f] = _later(ls.last_caught_up_ms[f], ls.last_fetch_ms[f])
     ls.last_fetch_leader_leo[f] = leader.leo
     ls.last_fetch_ms[f] = p.now_ms
 
@@ -191,8 +211,8 @@ def shrink_isr(p: "Partition", step: ShrinkIsr) -> None:
     if not leader_write_isr(p, leader, tuple(x for x in ls.isr if x != f), "shrink"):
         p.error("INVALID_UPDATE_VERSION")
         return
-    ls.last_caught_up_ms[f] = None  # lagging until it fetches up to the LEO again
-    ls.last_fetch_leader_leo[f] = None
+    ls.last_caught_up_ms[f] = NEVER  # lagging until it fetches up to the LEO again
+    ls.last_fetch_ms[f] = NEVER
     maybe_increment_high_watermark(p, leader)
 
 
@@ -205,18 +225,27 @@ def tick(p: "Partition", step: Tick) -> None:
             maybe_shrink_isr(p, rep)
 
 
-def maybe_shrink_isr(p: "Partition", leader: Replica) -> bool:
-    """Drop ISR followers not caught up for longer than replica.lag.time.max.ms."""
+def out_of_sync(p: "Partition", leader: Replica, f: int) -> bool:
+    """Partition.getOutOfSyncReplicas: not caught up within replica.lag.time.max.ms.
+
+    NEVER is out of sync at the first check (Kafka stores 0 and tests ``now - 0 > maxLag``);
+    with ``isr_shrink_exempts_leo_equal`` (KAFKA-7152) a follower whose last fetch offset is the
+    leader's LEO is in sync however long it has been idle.
+    """
     ls = leader.leadership
-    lag_max = p.config.replica_lag_time_max_ms
-    out_of_sync = [
-        f for f in ls.isr
-        if f != leader.id
-        and p.now_ms - (ls.last_caught_up_ms[f] if ls.last_caught_up_ms[f] is not None else ls.since_ms) > lag_max
-    ]
-    if not out_of_sync:
+    if p.variant.isr_shrink_exempts_leo_equal and ls.remote_leo[f] == leader.leo:
         return False
-    if not leader_write_isr(p, leader, tuple(f for f in ls.isr if f not in out_of_sync), "lag"):
+    last = ls.last_caught_up_ms[f]
+    return last is NEVER or p.now_ms - last > p.config.replica_lag_time_max_ms
+
+
+def maybe_shrink_isr(p: "Partition", leader: Replica) -> bool:
+    """Drop the ISR followers that are out of sync; returns True if the ISR shrank."""
+    ls = leader.leadership
+    out_of_sync_followers = [f for f in ls.isr if f != leader.id and out_of_sync(p, leader, f)]
+    if not out_of_sync_followers:
+        return False
+    if not leader_write_isr(p, leader, tuple(f for f in ls.isr if f not in out_of_sync_followers), "lag"):
         return False
     maybe_increment_high_watermark(p, leader)
     return True

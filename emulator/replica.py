@@ -9,6 +9,7 @@ from .epoch_cache import LeaderEpochCache
 from .log import Log
 
 UNKNOWN_OFFSET = -1  # a leader's view of a follower it has not heard from in this leadership
+NEVER = None  # a lag time that was never set: distinct from time 0 (the lag clock starts at 0)
 
 
 class Role(str, Enum):
@@ -45,27 +46,19 @@ class PendingAck:
 
 @dataclass
 class LeaderState:
-    """In-memory state a replica keeps only while it presumes leadership."""
+    """In-memory state a replica keeps only while it presumes leadership (Kafka keeps it per
+    remote ``Replica``: LEO, lastCaughtUpTimeMs, lastFetchLeaderLogEndOffset, lastFetchTimeMs)."""
 
     generation: int
-    since_ms: int
     isr: tuple[int, ...]
     partition_epoch: int
     epoch_start_offset: int
     remote_leo: dict[int, int]
-    last_caught_up_ms: dict[int, int | None]
-    last_fetch_leader_leo: dict[int, int | None]
+    last_caught_up_ms: dict[int, int | None]  # NEVER (None) or a time on the lag clock
+    last_fetch_leader_leo: dict[int, int]  # UNKNOWN_OFFSET until the first fetch of this leadership
     last_fetch_ms: dict[int, int | None]
     pending_acks: list[PendingAck] = field(default_factory=list)
     highest_hw: int = 0
-
-    def forget_followers(self, now_ms: int) -> None:
-        for f in self.remote_leo:
-            self.remote_leo[f] = UNKNOWN_OFFSET
-            self.last_caught_up_ms[f] = None
-            self.last_fetch_leader_leo[f] = None
-            self.last_fetch_ms[f] = None
-        self.since_ms = now_ms
 
 
 class Replica:

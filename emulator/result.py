@@ -55,12 +55,13 @@ def compacted_prefix(p) -> dict[str, Any]:
 
 
 def result_object(scenario_name: str, protocol: str, steps: int, final: dict, violations: list, losses: list,
-                  errors: list, compacted: dict | None = None) -> dict[str, Any]:
-    """The contract's result object, keys in the contract's order."""
-    result: dict[str, Any] = {
-        "format": RESULT_FORMAT, "scenario": scenario_name, "protocol": protocol, "steps": steps, "final": final,
-        "violations": violations, "losses": losses, "errors": errors,
-    }
+                  errors: list, compacted: dict | None = None, knobs: dict | None = None) -> dict[str, Any]:
+    """The contract's result object, keys in the contract's order.  ``knobs`` (every knob in
+    force) appears only when the run changed a knob of its variant's preset."""
+    result: dict[str, Any] = {"format": RESULT_FORMAT, "scenario": scenario_name, "protocol": protocol}
+    if knobs:
+        result["knobs"] = knobs
+    result.update({"steps": steps, "final": final, "violations": violations, "losses": losses, "errors": errors})
     if compacted:
         result["compacted_prefix"] = compacted
     return result

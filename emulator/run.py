@@ -12,7 +12,7 @@ from .partition import Partition
 from .result import compacted_prefix, result_object, state_snapshot
 from .scenario import Scenario
 from .steps import Step, describe_step, step_to_dict
-from .variants import ProtocolVariant, variant_named
+from .variants import ProtocolVariant, knob_overrides, variant_named
 
 
 @dataclass
@@ -64,20 +64,31 @@ class Replay:
         self.checker.compact(upto)
         return p.compact_logs(upto)
 
+    def knobs_in_force(self) -> dict[str, Any] | None:
+        """Every knob, when the run's variant differs from its preset; None for a plain preset."""
+        variant = self.partition.variant
+        return variant.knobs() if knob_overrides(variant) else None
+
     def result(self, scenario_name: str) -> dict[str, Any]:
         p, g = self.partition, self.checker
         return result_object(scenario_name, p.variant.name, p.step_number, state_snapshot(p), g.violations, g.losses,
-                             p.errors, compacted_prefix(p) if p.compacted_offset else None)
+                             p.errors, compacted_prefix(p) if p.compacted_offset else None, self.knobs_in_force())
 
 
-def run_scenario(scenario: Scenario, protocol: str | ProtocolVariant, trace: bool = False,
-                 prepare=None) -> dict[str, Any]:
-    """Replay every step of ``scenario`` under ``protocol``; return the result object.
+def effective_variant(protocol: str, config: Config, knobs: dict[str, Any] | None = None) -> ProtocolVariant:
+    """The variant a run uses: the preset of ``protocol``, then the partition's ``config.knobs``,
+    then the run's own ``knobs`` (``--knob``), which win."""
+    return variant_named(protocol).with_knobs(dict(config.knobs)).with_knobs(knobs or {})
+
+
+def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare=None,
+                 knobs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Replay every step of ``scenario`` under ``protocol`` (plus knobs); return the result object.
 
     ``prepare(replay)``, when given, loads initial replica state (Kafka replica directories,
     see ``scenario_io.kafka_logs.seed_replay``) before the first step.
     """
-    variant = protocol if isinstance(protocol, ProtocolVariant) else variant_named(protocol)
+    variant = effective_variant(protocol, scenario.config, knobs)
     replay = Replay(scenario.replicas, scenario.config, variant)
     if prepare is not None:
         prepare(replay)
@@ -96,7 +107,6 @@ def run_scenario(scenario: Scenario, protocol: str | ProtocolVariant, trace: boo
     if trace and steps_trace:
         steps_trace[-1]["outcome"]["violations"] = steps_trace[-1]["outcome"]["violations"] + final_violations
     result = replay.result(scenario.name)
-    result["protocol"] = variant.name
     if trace:
         result["trace"] = steps_trace
     return result

@@ -25,7 +25,7 @@ from .replica import FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, R
 from .run import Replay
 from .variants import variant_named
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: knobs recorded; lag state without since_ms
 
 
 class StateVersionError(ValueError):
@@ -48,7 +48,7 @@ def _leadership(ls: LeaderState | None) -> dict | None:
     if ls is None:
         return None
     return {
-        "generation": ls.generation, "since_ms": ls.since_ms, "isr": list(ls.isr),
+        "generation": ls.generation, "isr": list(ls.isr),
         "partition_epoch": ls.partition_epoch, "epoch_start_offset": ls.epoch_start_offset,
         "remote_leo": _str_keys(ls.remote_leo), "last_caught_up_ms": _str_keys(ls.last_caught_up_ms),
         "last_fetch_leader_leo": _str_keys(ls.last_fetch_leader_leo), "last_fetch_ms": _str_keys(ls.last_fetch_ms),
@@ -76,6 +76,7 @@ def to_document(replay: Replay) -> dict[str, Any]:
     return {
         "state_version": STATE_VERSION,
         "protocol": p.variant.name,
+        "knobs": p.variant.knobs(),
         "assignment": list(p.assignment),
         "config": asdict(p.config),  # acks as Config holds it ("all" | "1" | "0")
         "now_ms": p.now_ms, "step_number": p.step_number, "generation": p.generation,
@@ -105,7 +106,9 @@ def to_document(replay: Replay) -> dict[str, Any]:
 def from_document(doc: dict[str, Any]) -> Replay:
     if doc.get("state_version") != STATE_VERSION:
         raise StateVersionError(f"partition state version {doc.get('state_version')!r}, this build reads {STATE_VERSION}")
-    replay = Replay(tuple(doc["assignment"]), Config(**doc["config"]), variant_named(doc["protocol"]))
+    config = doc["config"]
+    config = Config(**{**config, "knobs": tuple((k, v) for k, v in config.get("knobs", ()))})
+    replay = Replay(tuple(doc["assignment"]), config, variant_named(doc["protocol"], doc["knobs"]))
     p, o = replay.partition, replay.checker
     p.now_ms, p.step_number, p.generation = doc["now_ms"], doc["step_number"], doc["generation"]
     p.compacted_offset, p.prefix_digest = doc["compacted_offset"], doc["prefix_digest"]
@@ -127,7 +130,7 @@ def from_document(doc: dict[str, Any]) -> Replay:
         r.pending_requests = [LeaderAndIsrRequest(q[0], q[1], tuple(q[2]), q[3]) for q in d["pending_requests"]]
         ls = d["leadership"]
         r.leadership = None if ls is None else LeaderState(
-            generation=ls["generation"], since_ms=ls["since_ms"], isr=tuple(ls["isr"]),
+            generation=ls["generation"], isr=tuple(ls["isr"]),
             partition_epoch=ls["partition_epoch"], epoch_start_offset=ls["epoch_start_offset"],
             remote_leo=_int_keys(ls["remote_leo"]), last_caught_up_ms=_int_keys(ls["last_caught_up_ms"]),
             last_fetch_leader_leo=_int_keys(ls["last_fetch_leader_leo"]), last_fetch_ms=_int_keys(ls["last_fetch_ms"]),

@@ -1,43 +1,95 @@
-"""Protocol variants as named presets of the knobs of protocol.md §A.13.
+"""Protocol variants as named presets of knobs (docs/protocol.md "Knobs").
 
-The rules in ``partition.py`` read only these knobs; no variant name is tested inside them.
+The rules read only these knobs; no variant name is tested inside them.  ``KNOBS`` is the one
+table of knobs: their values, meaning and the Kafka version and code each comes from.  It is
+what ``--knob NAME=VALUE`` and a scenario's ``config.knobs`` are validated against, and what the
+knob table of ``docs/protocol.md`` is generated from.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
-TRUNCATION_RULES = ("hw", "kip101", "kip279")
-SKIP_RULES = ("never", "same_leader", "same_leader_and_epoch_le_plus1", "same_epoch")
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    name: str
+    values: tuple[Any, ...]  # (False, True) for a switch
+    doc: str
+    source: str  # the Kafka version / code (or the TLA+ module) it comes from
+
+    def parse(self, text: Any) -> Any:
+        """A value given as YAML (bool / str) or on the command line (str)."""
+        if self.values == (False, True):
+            if isinstance(text, bool):
+                return text
+            if isinstance(text, str) and text.lower() in ("true", "false"):
+                return text.lower() == "true"
+        elif text in self.values:
+            return text
+        shown = "true, false" if self.values == (False, True) else ", ".join(self.values)
+        raise KnobError(f"knob {self.name}: {text!r} is not one of {shown}")
+
+
+class KnobError(ValueError):
+    pass
+
+
+KNOBS: dict[str, Knob] = {k.name: k for k in (
+    Knob("trunc_rule", ("hw", "kip101", "kip279"),
+         "how a new follower finds its truncation point: its own HW; one OffsetsForLeaderEpoch v0 round with HW "
+         "fallback; the iterative epoch / end-offset exchange",
+         "0.10.2 ReplicaManager.makeFollowers; 0.11 ReplicaFetcherThread.maybeTruncate (KIP-101); "
+         "2.0 AbstractFetcherThread.getOffsetTruncationState (KIP-279)"),
+    Knob("skip_if_same_leader", ("never", "same_leader", "same_leader_and_epoch_le_plus1", "same_epoch"),
+         "when a LeaderAndIsr naming the follower's current leader skips the become-follower path (no truncation)",
+         "Partition.makeFollower: same leader (0.10 - 2.0.0), epoch <= old + 1 (2.0.1, KAFKA-7164), "
+         "same epoch only (2.1.0+); never = the TLA+ model"),
+    Knob("assign_epoch_on_election", (False, True),
+         "a new leader writes (epoch, LEO) into its epoch cache at election, not at its first append",
+         "KAFKA-7415, 2.1.0 Partition.makeLeader"),
+    Knob("isr_join_requires_epoch_start", (False, True),
+         "a follower joins the ISR only once its LEO reaches the leader's epoch start offset",
+         "KAFKA-7128, 2.1.0 Partition.maybeExpandIsr"),
+    Knob("fencing", (False, True),
+         "Fetch and OffsetsForLeaderEpoch carry the follower's epoch; only a leader in the same epoch answers "
+         "(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH)",
+         "KIP-320, KAFKA-7395, 2.1.0"),
+    Knob("cache_semantics", ("v0", "v2"),
+         "epoch cache assign: v0 ignores out-of-order epochs; v2 removes conflicting entries (newest wins)",
+         "LeaderEpochFileCache.assign 0.11 - 2.0 vs 2.1+"),
+    Knob("end_offset_for", ("v0", "v1", "v2"),
+         "OffsetsForLeaderEpoch answer: v0 end offset only; v1 adds the epoch (KIP-279); v2 answers a request "
+         "below the first cached epoch with (requested, first start)",
+         "LeaderEpochFileCache.endOffsetFor 0.11, 2.0 (commit 9679c44), 2.1+"),
+    Knob("undefined_truncates_to", ("hw", "fetch_offset"),
+         "where an UNDEFINED answer in the truncation loop truncates: the HW, or the partition's current fetch "
+         "offset (the HW in round 1, then the last intermediate truncation point)",
+         "0.11 - 1.0 (one round, HW) vs 1.1+ / 2.0.0 AbstractFetcherThread (fetch offset)"),
+    Knob("isr_shrink_exempts_leo_equal", (False, True),
+         "maybeShrinkIsr keeps an ISR follower whose last fetch offset equals the leader's LEO, however long idle",
+         "KAFKA-7152, 2.1.0 Partition.getOutOfSyncReplicas (commit 9a7f29c)"),
+    Knob("reset_remote_leo_on_reelection", (False, True),
+         "a leader re-elected with the same id forgets its followers' LEOs (Kafka's code forgets them only for a "
+         "new leader)",
+         "TLA+ Kip320.tla rule 3; Kafka: Partition.makeLeader 'if (isNewLeader)', ReplicaTest.testResetReplicaState*"),
+    Knob("halt_on_out_of_range", (False, True),
+         "OFFSET_OUT_OF_RANGE with unclean election disabled stops the follower's broker (else it truncates to the "
+         "leader's LEO)",
+         "ReplicaFetcherThread.handleOffsetOutOfRange 0.10 - 2.0; 2.1+ truncates"),
+    Knob("controller_isr_change_bumps_epoch", (False, True),
+         "the controller bumps the leader epoch when it removes a dead broker from the ISR",
+         "ZooKeeper-mode KafkaController.removeReplicaFromIsr; TLA+ ControllerShrinkIsr"),
+    Knob("strict_min_isr_hw", (False, True),
+         "the HW does not advance while the ISR is below min.insync.replicas",
+         "KIP-966 / KAFKA-15583 (3.7+ ELR)"),
+)}
 
 
 @dataclass(frozen=True, slots=True)
 class ProtocolVariant:
-    """One replication protocol: how followers truncate, fence and join the ISR.
-
-    Attributes
-    ----------
-    trunc_rule:
-        ``hw``: truncate to the own HW on become-follower (pre-0.11).  ``kip101``: one
-        OffsetsForLeaderEpoch round with the v0 answer, HW fallback.  ``kip279``: the iterative
-        epoch / end-offset exchange of ``AbstractFetcherThread.getOffsetTruncationState``.
-    skip_if_same_leader:
-        When a LeaderAndIsr naming the same leader skips the become-follower path:
-        ``same_leader`` (before 2.0.1), ``same_leader_and_epoch_le_plus1`` (2.0.1 interim),
-        ``same_epoch`` (2.1+: never for a newer epoch), ``never``.
-    assign_epoch_on_election:
-        KAFKA-7415: a new leader writes ``(epoch, LEO)`` into its cache at election.
-    isr_join_requires_epoch_start:
-        KAFKA-7128: a follower joins the ISR only once its LEO reaches the leader's epoch start.
-    fencing:
-        KIP-320 / KAFKA-7395: Fetch and OffsetsForLeaderEpoch carry the follower's epoch and
-        are answered only by a leader in the same epoch.
-    reset_remote_leo_on_new_epoch:
-        A leader entering a new epoch forgets its followers' LEOs even if its id is unchanged
-        (Kip320.tla rule 3: the HW counts only followers that fetched in the current epoch).
-    halt_on_out_of_range:
-        0.10 – 2.0: OFFSET_OUT_OF_RANGE with unclean election disabled stops the broker.
-    """
+    """One replication protocol: a name and the value of every knob of ``KNOBS``."""
 
     name: str
     trunc_rule: str
@@ -47,17 +99,32 @@ class ProtocolVariant:
     fencing: bool
     cache_semantics: str
     end_offset_for: str
-    reset_remote_leo_on_new_epoch: bool
+    undefined_truncates_to: str
+    isr_shrink_exempts_leo_equal: bool
+    reset_remote_leo_on_reelection: bool
     halt_on_out_of_range: bool
     controller_isr_change_bumps_epoch: bool = True
     strict_min_isr_hw: bool = False
 
     def __post_init__(self) -> None:
-        if self.trunc_rule not in TRUNCATION_RULES:
-            raise ValueError(f"unknown truncation rule {self.trunc_rule!r}")
-        if self.skip_if_same_leader not in SKIP_RULES:
-            raise ValueError(f"unknown skip rule {self.skip_if_same_leader!r}")
+        for name, knob in KNOBS.items():
+            if getattr(self, name) not in knob.values:
+                raise KnobError(f"knob {name}: {getattr(self, name)!r} is not one of {knob.values}")
 
+    def knobs(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in KNOBS}
+
+    def with_knobs(self, overrides: dict[str, Any]) -> "ProtocolVariant":
+        """The variant with some knobs set (values as YAML or command-line text); same name."""
+        values = {}
+        for name, text in overrides.items():
+            if name not in KNOBS:
+                raise KnobError(f"unknown knob {name!r} (known: {', '.join(KNOBS)})")
+            values[name] = KNOBS[name].parse(text)
+        return replace(self, **values) if values else self
+
+
+assert {f.name for f in fields(ProtocolVariant)} - {"name"} == set(KNOBS)
 
 HW = ProtocolVariant(
     name="hw",
@@ -68,13 +135,15 @@ HW = ProtocolVariant(
     fencing=False,
     cache_semantics="v0",  # kept for the checker only; the protocol never reads it
     end_offset_for="v0",
-    reset_remote_leo_on_new_epoch=False,
+    undefined_truncates_to="hw",  # no lookup at all
+    isr_shrink_exempts_leo_equal=False,
+    reset_remote_leo_on_reelection=False,
     halt_on_out_of_range=True,
 )
 
 # Each later variant changes only what its KIP changed, as the TLA+ modules EXTEND the base.
-KIP101 = replace(HW, name="kip101", trunc_rule="kip101")
-KIP279 = replace(KIP101, name="kip279", trunc_rule="kip279", end_offset_for="v1")
+KIP101 = replace(HW, name="kip101", trunc_rule="kip101")  # one round: the fetch offset is the HW
+KIP279 = replace(KIP101, name="kip279", trunc_rule="kip279", end_offset_for="v1", undefined_truncates_to="fetch_offset")
 KIP320 = replace(
     KIP279,
     name="kip320",
@@ -84,7 +153,7 @@ KIP320 = replace(
     fencing=True,  # KAFKA-7395
     cache_semantics="v2",
     end_offset_for="v2",
-    reset_remote_leo_on_new_epoch=True,  # Kip320.tla rule 3
+    isr_shrink_exempts_leo_equal=True,  # KAFKA-7152
     halt_on_out_of_range=False,  # the fetcher truncates to the leader's LEO instead
 )
 
@@ -92,8 +161,42 @@ VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (HW, KIP101, KIP279, 
 VARIANT_NAMES: tuple[str, ...] = tuple(VARIANTS)
 
 
-def variant_named(name: str) -> ProtocolVariant:
+def variant_named(name: str, knobs: dict[str, Any] | None = None) -> ProtocolVariant:
     try:
-        return VARIANTS[name]
+        variant = VARIANTS[name]
     except KeyError:
         raise ValueError(f"unknown protocol variant {name!r} (known: {', '.join(VARIANT_NAMES)})") from None
+    return variant.with_knobs(knobs or {})
+
+
+def knob_overrides(variant: ProtocolVariant) -> dict[str, Any]:
+    """The knobs in which ``variant`` differs from the preset of its name."""
+    preset = VARIANTS[variant.name]
+    return {name: value for name, value in variant.knobs().items() if getattr(preset, name) != value}
+
+
+def parse_knob_assignments(texts: list[str]) -> dict[str, Any]:
+    """``["fencing=true", ...]`` (``--knob`` arguments) -> validated ``{name: value}``."""
+    out: dict[str, Any] = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep:
+            raise KnobError(f"--knob wants NAME=VALUE, got {text!r}")
+        name = name.strip()
+        if name not in KNOBS:
+            raise KnobError(f"unknown knob {name!r} (known: {', '.join(KNOBS)})")
+        out[name] = KNOBS[name].parse(value.strip())
+    return out
+
+
+def knobs_markdown() -> str:
+    """The knob table of docs/protocol.md, written from ``KNOBS`` and the presets."""
+    def show(v: Any) -> str:
+        return str(v).lower() if isinstance(v, bool) else str(v)
+
+    lines = ["| knob | " + " | ".join(f"`{n}`" for n in VARIANT_NAMES) + " | meaning | Kafka version / code |",
+             "|---|" + "---|" * len(VARIANT_NAMES) + "---|---|"]
+    for name, knob in KNOBS.items():
+        cells = " | ".join(show(getattr(VARIANTS[v], name)) for v in VARIANT_NAMES)
+        lines.append(f"| `{name}` | {cells} | {knob.doc} | {knob.source} |")
+    return "\n".join(lines) + "\n"

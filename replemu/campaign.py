@@ -48,10 +48,11 @@ class Progress:
             self.out.flush()
 
 
-def describe_campaign(seed: int, profile: Profile, partitions: int, protocols: list[str], engine: str) -> list[str]:
+def describe_campaign(seed: int, profile: Profile, partitions: int, protocols: list[str], engine: str,
+                      knobs: dict[str, Any] | None = None) -> list[str]:
     """Every parameter the campaign draws from, printed before it runs."""
     rates = ", ".join(f"{k}={v:g}" for k, v in profile.rates.items())
-    return [
+    return [f"  knobs {', '.join(f'{k}={v}' for k, v in sorted(knobs.items()))} (over each preset)"] * bool(knobs) + [
         f"campaign seed {seed}  profile {profile.name} ({profile.description})",
         f"  partitions {partitions}  protocols {','.join(protocols)}  engine {engine}",
         f"  per partition k: streams replemu/{seed}/k/workload, /faults, /scheduling",
@@ -87,7 +88,9 @@ def tally(results: Iterable[tuple[int, dict]], protocol: str, scenario_of: Calla
 
 def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[str], out_dir: str | Path,
                  engine: str = "local", progress: bool | None = None, profiles_path: str | Path | None = None,
-                 spark=None) -> dict[str, Any]:
+                 spark=None, knobs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``knobs`` go into every generated partition's ``config.knobs``, so the example files
+    written for findings replay with the same knobs."""
     profiles = load_profiles(profiles_path) if profiles_path else load_profiles()
     if profile_name not in profiles:
         raise KeyError(f"unknown profile {profile_name!r} (known: {', '.join(profiles)})")
@@ -96,9 +99,14 @@ def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[
     bar = Progress(partitions, "generating", enabled=progress)
     scenarios_data = []
     for k in range(partitions):
-        scenarios_data.append(generate_partition(seed, k, profile))
+        doc = generate_partition(seed, k, profile)
+        if knobs:
+            doc["config"]["knobs"] = {name: value for name, value in sorted(knobs.items())}
+        scenarios_data.append(doc)
         bar.step()
     report: dict[str, Any] = {"seed": seed, "profile": profile_name, "protocols": {}}
+    if knobs:
+        report["knobs"] = dict(sorted(knobs.items()))
     if engine == "spark":
         from streaming.batch_replay import stream_scenarios
 

@@ -13,6 +13,7 @@ import sys
 from typing import Sequence
 
 from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
+from emulator.variants import KNOBS, KnobError, parse_knob_assignments
 from scenario_io.yaml_files import load_scenario
 
 from streaming.triggers import TRIGGER_HELP
@@ -29,6 +30,12 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_INVALID)
 
 
+def _add_knob(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE",
+                        help="set a protocol knob on top of the variant's preset (repeatable; wins over a scenario's "
+                             f"config.knobs); knobs: {', '.join(KNOBS)} (docs/protocol.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="replemu", description="Kafka replication emulator (HW truncation, KIP-101, KIP-279, KIP-320). "
                      "Docs: docs/ in the source tree (README.md, docs/protocol.md, docs/scenario-format.md, docs/steps.md).")
@@ -41,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--check", action="store_true", help="compare with each file's expect block; exit 1 on disagreement")
     run.add_argument("--summary", action="store_true", help="human output: verdict lines and the matrix only")
     run.add_argument("--from-dirs", nargs="+", metavar="DIR", help="start from Kafka replica directories (replemu export / real brokers)")
+    _add_knob(run)
 
     exp = sub.add_parser("export", help="write a result's replicas as Kafka log directories")
     exp.add_argument("result", metavar="RESULT.json")
@@ -73,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how long a partition waits for a missing sequence number before reporting it")
     stream.add_argument("--compact-min-records", type=_positive, default=None, metavar="N",
                         help="compact a partition's unchangeable log prefix once it holds N records (default 10000)")
+    _add_knob(stream)
 
     state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")
     state.add_argument("checkpoint", metavar="CHECKPOINT_DIR")
@@ -93,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     camp.add_argument("--engine", choices=("spark", "local"), default="spark", help="spark (default) or the core alone")
     camp.add_argument("--out", default="out/campaigns", metavar="DIR", help="where example scenario files go")
     camp.add_argument("--json", action="store_true")
+    _add_knob(camp)
 
     shr = sub.add_parser("shrink", help="minimise a scenario that breaks an invariant")
     shr.add_argument("file", nargs="?", metavar="FILE")
@@ -100,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES)
     shr.add_argument("--invariant", required=True)
     shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input / out/shrunk)")
+    _add_knob(shr)
 
     sub.add_parser("steps", help="print the table of step kinds (docs/steps.md)")
 
@@ -174,7 +185,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
             print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
             stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
                                max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark,
-                               compact_min_records=args.compact_min_records, observer=ExpectationsObserver())
+                               compact_min_records=args.compact_min_records, observer=ExpectationsObserver(), knobs=args.knobs)
             print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,summary,violations,losses,errors,quarantine}}; "
                   f"read them with: replemu results {output}", flush=True)
     finally:
@@ -217,9 +228,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.profile not in profiles:
         return _fail(f"replemu: error: unknown profile {args.profile!r} (known: {', '.join(profiles)})")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    header = describe_campaign(args.seed, profiles[args.profile], args.partitions, protocols, args.engine)
+    header = describe_campaign(args.seed, profiles[args.profile], args.partitions, protocols, args.engine, args.knobs)
     print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
-    report = run_campaign(args.seed, args.profile, args.partitions, protocols, args.out, engine=args.engine)
+    report = run_campaign(args.seed, args.profile, args.partitions, protocols, args.out, engine=args.engine, knobs=args.knobs)
     if args.json:
         print(dumps(report))
         return EXIT_OK
@@ -258,6 +269,10 @@ def cmd_shrink(args: argparse.Namespace) -> int:
         return _fail(f"replemu: invalid scenario: {exc}")
     except (ValueError, KeyError) as exc:
         return _fail(f"replemu: error: --from-campaign wants SEED/PROFILE/PARTITION: {exc}")
+    if args.knobs:  # the shrunk file carries them, so it replays with plain `replemu run --check`
+        from dataclasses import replace
+
+        scenario = replace(scenario, config=replace(scenario.config, knobs=tuple(sorted({**dict(scenario.config.knobs), **args.knobs}.items()))))
     try:
         small = shrink(scenario, args.protocol, args.invariant, log=lambda m: print(m, file=sys.stderr))
     except ValueError as exc:
@@ -360,7 +375,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for protocol in protocols:
             wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
             result = run_scenario(scenario, protocol, trace=args.trace or wants_trace or (human and not args.summary),
-                                  prepare=files)
+                                  prepare=files, knobs=args.knobs)
             if human:
                 _print_human(scenario, result, args.summary)
             if args.check:
@@ -407,6 +422,11 @@ def _print_human(scenario, result, summary: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if hasattr(args, "knob"):
+        try:
+            args.knobs = parse_knob_assignments(args.knob)
+        except KnobError as exc:
+            return _fail(f"replemu: error: {exc}")
     commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results,
                 "dashboard": cmd_dashboard, "campaign": cmd_campaign, "shrink": cmd_shrink, "export": cmd_export,
                 "inspect": cmd_inspect, "steps": cmd_steps}

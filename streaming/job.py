@@ -62,7 +62,8 @@ def build_spark(master: str | None = None, conf_path: str | Path | None = None, 
     return spark
 
 
-def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_records: int) -> Callable:
+def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_records: int,
+                        knobs: dict[str, Any] | None = None) -> Callable:
     """The ``applyInPandasWithState`` function: one group's frames -> output frames."""
 
     def step_partition(key: tuple, pdfs: Iterator, state) -> Iterator:
@@ -86,7 +87,7 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
                         "type": rec.get("type"), "args": rec.get("args"), "raw": rec.get(CORRUPT_COLUMN),
                     })
         rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut,
-                                                 compact_min_records=compact_min_records)
+                                                 compact_min_records=compact_min_records, knobs=knobs)
         if topic is not None and partition is not None:
             state.update(to_tuple(new_state))
             if waiting and gap_timeout_ms is not None:
@@ -182,7 +183,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                  trigger: Trigger | str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, observer: BatchObserver | None = None,
-                 workload: dict | None = None):
+                 workload: dict | None = None, knobs: dict[str, Any] | None = None):
     """Start the query; returns ``(query, sink)``.
 
     ``workload`` (instead of ``input_dir``): ``{"seed", "profile", "profile_spec", "partitions",
@@ -224,14 +225,14 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     timeout = GroupStateTimeout.NoTimeout if trigger.drains else GroupStateTimeout.ProcessingTimeTimeout
     outputs = events.groupBy("topic", "partition").applyInPandasWithState(
         make_state_function(protocol, gap_timeout_ms if timeout == GroupStateTimeout.ProcessingTimeTimeout else None,
-                            COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records),
+                            COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records, knobs),
         OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
     )
     sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer)
     writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
     writer = trigger.apply(writer)
-    (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "input": str(input_dir), "format": fmt,
-                                                     "workload": workload}) + "\n")
+    (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir),
+                                                     "format": fmt, "workload": workload}) + "\n")
     return writer.start(), sink
 
 
@@ -246,7 +247,7 @@ def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
 
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
-               compact_min_records=None, observer=None, workload=None) -> list[BatchStats]:
+               compact_min_records=None, observer=None, workload=None, knobs=None) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time).
 
     Prints one progress line per micro-batch from Spark's query progress and the sink's counts.
@@ -257,7 +258,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
     try:
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
-                                   observer=observer, workload=workload)
+                                   observer=observer, workload=workload, knobs=knobs)
         printed = set()
 
         def drain() -> None:

@@ -14,10 +14,9 @@ import json
 from typing import Any, Iterable
 
 from emulator.result import compacted_prefix, replica_snapshot, state_snapshot
-from emulator.run import Replay
+from emulator.run import Replay, effective_variant
 from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
-from emulator.variants import variant_named
 
 from .schemas import HEADER_TYPE, OUTPUT_COLUMNS
 from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
@@ -71,8 +70,10 @@ COMPACT_MIN_RECORDS = 10_000
 
 
 def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any] | None, protocol: str,
-                  timed_out: bool = False, compact_min_records: int = COMPACT_MIN_RECORDS) -> tuple[list[dict], dict[str, Any], bool]:
-    """Apply one micro-batch of a partition's events.
+                  timed_out: bool = False, compact_min_records: int = COMPACT_MIN_RECORDS,
+                  knobs: dict[str, Any] | None = None) -> tuple[list[dict], dict[str, Any], bool]:
+    """Apply one micro-batch of a partition's events (``knobs``: the job's ``--knob``s, applied
+    over the preset and the header's ``config.knobs`` when the partition starts).
 
     Returns the output rows, the new state fields, and whether rows are still waiting for a
     missing sequence number (the caller then keeps a state timeout running).
@@ -128,7 +129,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
                 continue
             st["scenario"], st["header"] = name, "ok"
             batch.scenario = name
-            replay = Replay(replicas, config, variant_named(protocol))
+            replay = Replay(replicas, config, effective_variant(protocol, config, knobs))
             continue
         if st["header"] != "ok":
             batch.quarantine(e, f"seq {seq}: the partition has no valid header (seq 0)")
@@ -196,6 +197,7 @@ def _summary(replay: Replay, st: dict, batch: _Batch) -> None:
         controller_epoch=c.leader_epoch, isr=json.dumps(sorted(c.isr)), min_hw=min(hws), max_hw=max(hws),
         violations_so_far=len(g.violated), violated=",".join(sorted(g.violated)),
         final_findings=json.dumps(g.final_findings(p), separators=(",", ":")),
+        knobs=None if replay.knobs_in_force() is None else json.dumps(replay.knobs_in_force(), separators=(",", ":")),
         compacted_prefix=json.dumps(compacted_prefix(p)) if p.compacted_offset else None,
         final=json.dumps(state_snapshot(p), separators=(",", ":")),
     )

@@ -72,6 +72,7 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
              for r in rows_of("losses", topic, partition)],
             [{"step": int(r["at_step"]), "error": r["error"]} for r in rows_of("errors", topic, partition)],
             json.loads(s["compacted_prefix"]) if isinstance(s.get("compacted_prefix"), str) else None,
+            json.loads(s["knobs"]) if isinstance(s.get("knobs"), str) else None,
         ))
     return results
 

@@ -117,6 +117,7 @@ OUTPUT_SCHEMA = StructType([
     StructField("steps", LongType()),
     StructField("final", StringType()),  # JSON: the contract's ``final`` object
     StructField("final_findings", StringType()),  # JSON: the final tier judged as of this batch ([] when none)
+    StructField("knobs", StringType()),  # JSON: every knob in force when they differ from the preset, else null
     StructField("compacted_prefix", StringType()),  # JSON {"offset", "digest"} once the log was compacted
     StructField("violated", StringType()),  # comma-separated invariants violated so far
     StructField("violations_so_far", IntegerType()),
@@ -129,7 +130,7 @@ KIND_COLUMNS = {
     "timeline": ("topic", "partition", "scenario", "seq", "event", "replica", "role", "alive", "halted",
                  "leader_epoch", "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr"),
     "summary": ("topic", "partition", "scenario", "protocol", "steps", "leader", "controller_epoch", "isr",
-                "min_hw", "max_hw", "violations_so_far", "violated", "final_findings", "compacted_prefix", "final"),
+                "min_hw", "max_hw", "violations_so_far", "violated", "final_findings", "knobs", "compacted_prefix", "final"),
     "violations": ("topic", "partition", "scenario", "seq", "idx", "at_step", "invariant", "detail"),
     "losses": ("topic", "partition", "scenario", "seq", "idx", "at_step", "offset", "value", "acked", "allowed"),
     "errors": ("topic", "partition", "scenario", "seq", "idx", "at_step", "error"),
