@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
 from .partition import Partition
+from .replica import Role
 from .scenario import Scenario, parse_partition, parse_scenario
 from .steps import parse_step
 from .variants import VARIANTS
@@ -158,7 +159,7 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
                 del late[rid]
         alive = [x for x in replicas if shadow.replicas[x].alive]
         dead = [x for x in replicas if not shadow.replicas[x].alive]
-        followers = [x for x in alive if shadow.replicas[x].role == "follower"]
+        followers = [x for x in alive if shadow.replicas[x].role is Role.FOLLOWER]
         roll = f.random()
         if roll < r["crash"] and len(alive) > 1:
             victim = f.choice(alive)

@@ -37,10 +37,17 @@ def s1_streams(spark, tmp_path_factory):
     return root
 
 
-def test_every_invariant_has_an_expectation_carrying_its_name():
-    names = {c.invariant for c in build_checks()}
-    assert names == set(INVARIANT_NAMES)
-    assert all(c.expectation.meta["invariant"] == c.invariant for c in build_checks())
+def test_each_invariants_expectation_fails_on_exactly_that_invariants_partitions():
+    """A partitions frame where row k says only invariant k is broken: GX must fail, for every
+    invariant, the expectation carrying that name and blame exactly that row's partition."""
+    rows = [{"partition_key": f"t-{name}/0", "leader_in_isr": True, "offsets_contiguous": True,
+             **{other: other == name for other in INVARIANT_NAMES}} for name in INVARIANT_NAMES]
+    frame = pd.DataFrame(rows)
+    empty_timeline = pd.DataFrame(columns=["topic", "partition", "seq", "replica", "role", "alive", "leo", "hw",
+                                           "leader_epoch", "cache_increasing", "leading"])
+    results = BatchValidator().validate({"timeline": empty_timeline, "partitions": frame}, 0)
+    failed = {(r["invariant"], tuple(r["partitions"])) for r in results if not r["success"]}
+    assert failed == {(name, (f"t-{name}/0",)) for name in INVARIANT_NAMES}
 
 
 def test_s1_under_hw_fails_the_expectations_named_after_the_violated_invariants(s1_streams):
