@@ -167,3 +167,33 @@ def test_campaign_on_spark_finds_what_the_local_engine_finds(spark, tmp_path):
             for e in r["examples"]:
                 e["scenario_file"] = Path(e["scenario_file"]).name
     assert streamed == local
+
+
+def test_the_stream_applies_knobs_and_records_them_like_replemu_run(spark, tmp_path):
+    """The zombie re-election streamed twice: the kip320 preset breaks StrongIsr; with the job's
+    knob reset_remote_leo_on_reelection (and one scenario setting a knob in its config) every
+    partition equals `replemu run --knob ...`, knobs recorded in the results and run.json."""
+    import json
+
+    import yaml
+
+    from test_kafka_rules import ZOMBIE_REELECTION
+
+    files = []
+    for name, knobs in (("zombie", None), ("zombie-flat", {"isr_shrink_exempts_leo_equal": False})):
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(yaml.safe_dump({"name": name, "replicas": [1, 2, 3], "steps": ZOMBIE_REELECTION,
+                                     **({"config": {"knobs": knobs}} if knobs else {})}))
+        files.append(f)
+    compile_scenarios(files, tmp_path / "events", split=2)
+    for label, job_knobs in (("preset", None), ("reset", {"reset_remote_leo_on_reelection": True})):
+        out = tmp_path / label
+        run_stream(tmp_path / "events", out / "output", out / "ckpt", "kip320", max_files_per_trigger=1, spark=spark,
+                   quiet=True, knobs=job_knobs)
+        streamed = {r["scenario"]: r for r in read_results(out / "output")}
+        for f in files:
+            assert streamed[f.stem] == run_scenario(load_scenario(f), "kip320", knobs=job_knobs)
+        assert json.loads((out / "output" / "run.json").read_text())["knobs"] == (job_knobs or {})
+    preset = {r["scenario"]: r for r in read_results(tmp_path / "preset" / "output")}
+    assert "StrongIsr" in {v["invariant"] for v in preset["zombie"]["violations"]} and "knobs" not in preset["zombie"]
+    assert preset["zombie-flat"]["knobs"]["isr_shrink_exempts_leo_equal"] is False
