@@ -107,6 +107,7 @@ class BatchStats:
     quarantined: int
     input_rows: int = 0  # from Spark's query progress, once the batch completed
     duration_s: float = 0.0
+    state_bytes: int = 0
 
 
 class BatchObserver(Protocol):
@@ -236,13 +237,44 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     return writer.start(), sink
 
 
+def state_bytes(progress: dict) -> int:
+    """The state store's memory in use after a micro-batch (Spark's ``stateOperators``)."""
+    return sum(op.get("memoryUsedBytes", 0) or 0 for op in progress.get("stateOperators", []))
+
+
 def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
     batch_id = progress["batchId"]
     st = stats.get(batch_id)
     duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
     extra = (f", {st.partitions} partitions, {st.violations} violations, {st.quarantined} quarantined"
              if st else "")
-    print(f"batch {batch_id}: {progress.get('numInputRows', 0)} rows{extra}, {duration:.2f} s", file=out, flush=True)
+    print(f"batch {batch_id}: {progress.get('numInputRows', 0)} rows{extra}, {duration:.2f} s, "
+          f"state {state_bytes(progress) / 1024:.0f} KiB", file=out, flush=True)
+
+
+def progress_listener(path: Path, query_name: str = "replemu"):
+    """A ``StreamingQueryListener`` appending every micro-batch's ``StreamingQueryProgress`` JSON
+    to ``path`` as one line (``OUTPUT/progress.jsonl``): the job's history after it ended."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class ProgressLog(StreamingQueryListener):
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            progress = event.progress
+            if progress.name != query_name:
+                return
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(json.loads(progress.json), separators=(",", ":")) + "\n")
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    return ProgressLog()
 
 
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
@@ -255,6 +287,9 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
     trigger = parse_trigger(trigger) if isinstance(trigger, str) else trigger
     own = spark is None
     spark = spark or build_spark(master)
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    listener = progress_listener(Path(output_dir) / "progress.jsonl")
+    spark.streams.addListener(listener)
     try:
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
@@ -269,6 +304,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
                     if progress["batchId"] in by_id:
                         by_id[progress["batchId"]].input_rows = progress.get("numInputRows", 0)
                         by_id[progress["batchId"]].duration_s = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
+                        by_id[progress["batchId"]].state_bytes = state_bytes(progress)
                     st = by_id.get(progress["batchId"])
                     idle = progress.get("numInputRows", 0) == 0 and (st is None or not any(st.rows.values()))
                     if not quiet and not idle:  # no-data batches that only check timeouts stay silent
@@ -284,6 +320,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
             report_gaps(spark, checkpoint_dir, output_dir, out=None if quiet else out)
         return sink.stats
     finally:
+        spark.streams.removeListener(listener)
         if own:
             spark.stop()
 
