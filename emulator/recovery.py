@@ -54,7 +54,7 @@ def flush(p: "Partition", step: Flush) -> None:
 def lose_memory(p: "Partition", rep: Replica) -> None:
     """A stopped broker forgets everything that was only in memory (§E.2)."""
     stop_leading(p, rep, answer="REQUEST_TIMED_OUT")
-    rep.role, rep.believed_leader, rep.leader_epoch = Role.NONE, None, -1
+    rep.role, rep.believed_leader, rep.leader_epoch, rep.partition_epoch = Role.NONE, None, -1, -1
     rep.fetch_state, rep.pending_requests, rep.last_response_hw = None, [], None
     if p.controller.leader == rep.id:
         p.controller.leader = None  # no epoch bump, ISR unchanged

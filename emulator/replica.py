@@ -76,6 +76,7 @@ class Replica:
         self.role = Role.NONE
         self.believed_leader: int | None = None
         self.leader_epoch = -1  # the epoch of the last LeaderAndIsr it processed
+        self.partition_epoch = -1  # ... and its partition epoch (zkVersion)
         self.fresh_after_restart = True  # a new Partition object: no known leader yet
         self.processed_leader_and_isr = False  # since the last restart
         self.fetch_state: FetchState | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .follower import become_follower_and_truncate
-from .leader import become_leader, stop_leading
+from .leader import become_leader, maybe_increment_high_watermark, stop_leading
 from .replica import LeaderAndIsrRequest, Replica, Role
 from .steps import LeaderAndIsr
 
@@ -20,7 +20,7 @@ def leader_and_isr(p: "Partition", step: LeaderAndIsr) -> None:
     if not rep.alive:
         p.error("REPLICA_NOT_AVAILABLE")
         return
-    newer = [q for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch]
+    newer = [q for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch or is_isr_update(p, rep, q)]
     if step.epoch is not None:
         if step.epoch <= rep.leader_epoch:
             p.error("STALE_CONTROLLER_EPOCH")
@@ -29,14 +29,30 @@ def leader_and_isr(p: "Partition", step: LeaderAndIsr) -> None:
     if not newer:
         p.error("STALE_CONTROLLER_EPOCH" if step.epoch is None else "UNKNOWN_LEADER_AND_ISR_EPOCH")
         return
-    process_leader_and_isr(p, rep, max(newer, key=lambda q: q.leader_epoch))
+    # Without the controller's epoch bump, several requests share an epoch: the newest partition
+    # epoch wins.  (With it, a shared epoch is an explicit reuse in the scenario: the first sent.)
+    by_partition_epoch = not p.variant.controller_isr_change_bumps_epoch
+    process_leader_and_isr(p, rep, max(newer, key=lambda q: (q.leader_epoch, q.partition_epoch if by_partition_epoch else 0)))
+
+
+def is_isr_update(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> bool:
+    """An ISR change at an unchanged leader epoch (the controller does not bump the epoch when
+    ``controller_isr_change_bumps_epoch`` is off): the same leader, a newer partition epoch
+    (KRaft's partition epoch / ZooKeeper's zkVersion).  The broker only takes the new ISR."""
+    return (not p.variant.controller_isr_change_bumps_epoch and request.leader_epoch == rep.leader_epoch
+            and request.partition_epoch > rep.partition_epoch and request.leader is not None
+            and request.leader == rep.believed_leader)
 
 
 def process_leader_and_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
     if request.leader_epoch <= rep.leader_epoch:
+        if is_isr_update(p, rep, request):
+            _take_isr(p, rep, request)
+            return
         p.error("STALE_CONTROLLER_EPOCH")  # a replica ignores epochs <= its own
         return
-    rep.pending_requests = [q for q in rep.pending_requests if q.leader_epoch > request.leader_epoch]
+    _forget_requests_up_to(rep, request)
+    rep.partition_epoch = request.partition_epoch
     rep.processed_leader_and_isr = True
     if request.leader is None:
         stop_leading(p, rep)
@@ -46,3 +62,20 @@ def process_leader_and_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRe
         become_leader(p, rep, request)
     else:
         become_follower_and_truncate(p, rep, request)
+
+
+def _forget_requests_up_to(rep: Replica, request: LeaderAndIsrRequest) -> None:
+    key = (request.leader_epoch, request.partition_epoch)
+    rep.pending_requests = [q for q in rep.pending_requests if (q.leader_epoch, q.partition_epoch) > key]
+
+
+def _take_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
+    """Partition.makeLeader / makeFollower with an unchanged leader epoch: no lag reset, no
+    truncation; a leader adopts the ISR (and may advance its HW, the ISR being smaller)."""
+    _forget_requests_up_to(rep, request)
+    rep.partition_epoch = request.partition_epoch
+    if rep.presumes_leadership and request.leader == rep.id:
+        ls = rep.leadership
+        ls.isr, ls.partition_epoch = request.isr, request.partition_epoch
+        p.event("IsrUpdate", replica=rep.id, isr=list(request.isr), partition_epoch=request.partition_epoch)
+        maybe_increment_high_watermark(p, rep)

@@ -68,6 +68,7 @@ def to_document(replay: Replay) -> dict[str, Any]:
             "log_before": None if r.log.before is None else list(r.log.before), "hw": r.hw, "hw_checkpoint": r.hw_checkpoint,
             "recovery_point": r.recovery_point, "cache": r.cache.as_pairs(), "alive": r.alive, "halted": r.halted,
             "role": r.role.value, "believed_leader": r.believed_leader, "leader_epoch": r.leader_epoch,
+            "partition_epoch": r.partition_epoch,
             "fresh_after_restart": r.fresh_after_restart, "processed_leader_and_isr": r.processed_leader_and_isr,
             "fetch_state": None if r.fetch_state is None else r.fetch_state.value, "pending_requests": [_request(q) for q in r.pending_requests],
             "last_response_hw": r.last_response_hw, "leadership": _leadership(r.leadership),
@@ -123,7 +124,7 @@ def from_document(doc: dict[str, Any]) -> Replay:
         r.hw, r.hw_checkpoint, r.recovery_point = d["hw"], d["hw_checkpoint"], d["recovery_point"]
         r.cache = LeaderEpochCache(p.variant.cache_semantics, d["cache"])
         r.alive, r.halted, r.role = d["alive"], d["halted"], Role(d["role"])
-        r.believed_leader, r.leader_epoch = d["believed_leader"], d["leader_epoch"]
+        r.believed_leader, r.leader_epoch, r.partition_epoch = d["believed_leader"], d["leader_epoch"], d["partition_epoch"]
         r.fresh_after_restart, r.processed_leader_and_isr = d["fresh_after_restart"], d["processed_leader_and_isr"]
         r.fetch_state = None if d["fetch_state"] is None else FetchState(d["fetch_state"])
         r.last_response_hw = d["last_response_hw"]

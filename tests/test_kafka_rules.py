@@ -207,3 +207,20 @@ def test_knobs_in_a_scenario_file_and_on_the_command_line_and_which_wins(tmp_pat
     f.write_text(yaml.safe_dump({"name": "z", "replicas": [1, 2], "steps": [], "config": {"knobs": {"nope": True}}}))
     bad = replemu("run", str(f))
     assert bad.returncode == 2 and "config: unknown knob 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_without_the_controllers_epoch_bump_brokers_take_the_isr_by_partition_epoch():
+    """Knob controller_isr_change_bumps_epoch=false (KRaft-style): ``controller_remove`` keeps the
+    leader epoch and bumps only the partition epoch; brokers accept that ISR change (no
+    STALE_CONTROLLER_EPOCH), without makeLeader's lag reset, so the removed follower counts as
+    caught up until its lag expires; the next fetch after that advances the HW and acks."""
+    steps = [{"elect": {}}, {"produce": {"value": "a"}}, {"fetch": {"replica": 2}}, {"fetch": {"replica": 3}},
+             {"fetch": {"replica": 2}}, {"fetch": {"replica": 3}}, {"crash": {"replica": 3}}, {"controller_remove": {"replica": 3}},
+             {"produce": {"value": "b", "acks": "all"}}, {"fetch": {"replica": 2}}, {"fetch": {"replica": 2}},
+             {"tick": {"ms": 20000}}, {"fetch": {"replica": 2}}]
+    r = replay(steps, "kip320", knobs={"controller_isr_change_bumps_epoch": False})
+    assert not r["errors"]
+    assert r["final"]["controller"] == {"leader": 1, "epoch": 0, "isr": [1, 2]}
+    assert at(r, 11, 1)["hw"] == 1  # 3 was caught up 0 ms ago: still an HW candidate
+    assert r["final"]["replicas"]["1"]["hw"] == 2
+    assert any(e["event"] == "Ack" for e in r["trace"][-1]["outcome"]["events"])
