@@ -92,8 +92,8 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
             state.update(to_tuple(new_state))
             if waiting and gap_timeout_ms is not None:
                 state.setTimeoutDuration(gap_timeout_ms)
-        if rows:  # column-wise: much cheaper than a frame from a list of dicts
-            yield pd.DataFrame({c: [r[c] for r in rows] for c in OUTPUT_COLUMNS}, columns=list(OUTPUT_COLUMNS))
+        if len(rows):  # built column-wise by the batch function
+            yield pd.DataFrame(rows.columns(), columns=list(OUTPUT_COLUMNS))
 
     return step_partition
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from emulator.result import compacted_prefix, replica_snapshot, state_snapshot
+from emulator.result import compacted_prefix, state_snapshot
 from emulator.run import Replay, effective_variant
 from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
@@ -22,29 +22,111 @@ from .schemas import HEADER_TYPE, OUTPUT_COLUMNS
 from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
 
 
-def _row(kind: str, topic, partition, **fields) -> dict[str, Any]:
-    row = dict.fromkeys(OUTPUT_COLUMNS)
-    row.update(kind=kind, topic=topic, partition=partition, **fields)
-    return row
-
-
 def _raw(event: dict) -> str:
     return json.dumps({k: event.get(k) for k in ("topic", "partition", "seq", "type", "args")}, default=str)
 
 
+class OutputRows:
+    """One group's output rows, kept column-wise per kind (``OUTPUT_SCHEMA`` columns).
+
+    ``columns()`` gives every output column as a list (None where a kind has no such column),
+    ready for a pandas frame; iterating gives the rows as dicts, kind by kind in emission order.
+    """
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, dict[str, list]] = {}
+        self.counts: dict[str, int] = {}
+
+    def block(self, kind: str, names: tuple[str, ...]) -> dict[str, list]:
+        b = self.blocks.get(kind)
+        if b is None:
+            b = self.blocks[kind] = {name: [] for name in names}
+            self.counts[kind] = 0
+        return b
+
+    def __len__(self) -> int:
+        return sum(self.counts.values())
+
+    def columns(self) -> dict[str, list]:
+        out: dict[str, list] = {c: [] for c in OUTPUT_COLUMNS}
+        for kind, b in self.blocks.items():
+            n = self.counts[kind]
+            out["kind"].extend([kind] * n)
+            for c in OUTPUT_COLUMNS[1:]:
+                out[c].extend(b[c] if c in b else [None] * n)
+        return out
+
+    def __iter__(self):
+        cols = self.columns()
+        for i in range(len(self)):
+            yield {c: cols[c][i] for c in OUTPUT_COLUMNS}
+
+
+_TIMELINE = ("topic", "partition", "scenario", "seq", "idx", "event", "replica", "role", "alive", "halted", "leader_epoch",
+             "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr")
+
+
 class _Batch:
-    """One group's outputs, in emission order."""
+    """One group's outputs, in emission order within each kind."""
 
     def __init__(self, topic, partition, scenario):
         self.topic, self.partition, self.scenario = topic, partition, scenario
-        self.rows: list[dict] = []
+        self.rows = OutputRows()
         self._idx: dict[tuple[str, int], int] = {}
+        self._cache_json: dict[int, tuple[tuple, str]] = {}
 
     def emit(self, kind: str, seq, **fields) -> None:
         key = (kind, -1 if seq is None else int(seq))
         idx = self._idx.get(key, 0)
         self._idx[key] = idx + 1
-        self.rows.append(_row(kind, self.topic, self.partition, scenario=self.scenario, seq=seq, idx=idx, **fields))
+        fields.update(topic=self.topic, partition=self.partition, scenario=self.scenario, seq=seq, idx=idx)
+        b = self.rows.block(kind, tuple(fields))
+        if len(b) != len(fields) or any(name not in b for name in fields):  # a kind emitted with other fields
+            for name in fields:
+                b.setdefault(name, [None] * self.rows.counts[kind])
+            for name in b:
+                if name not in fields:
+                    fields[name] = None
+        for name, value in fields.items():
+            b[name].append(value)
+        self.rows.counts[kind] += 1
+
+    def timeline(self, p, seq: int, description: str) -> None:
+        """One timeline row per replica after a step, appended column by column."""
+        b = self.rows.block("timeline", _TIMELINE)
+        c = p.controller
+        isr = json.dumps(sorted(c.isr))
+        for position, rid in enumerate(sorted(p.replicas)):
+            r = p.replicas[rid]
+            b["topic"].append(self.topic)
+            b["partition"].append(self.partition)
+            b["scenario"].append(self.scenario)
+            b["seq"].append(seq)
+            b["idx"].append(position)
+            b["event"].append(description)
+            b["replica"].append(rid)
+            b["role"].append(r.role.value)
+            b["alive"].append(r.alive)
+            b["halted"].append(r.halted)
+            b["leader_epoch"].append(r.leader_epoch)
+            b["leo"].append(r.leo)
+            b["hw"].append(r.hw)
+            b["remote_leo"].append(
+                json.dumps({str(f): v for f, v in sorted(r.leadership.remote_leo.items())}) if r.presumes_leadership else None)
+            b["epoch_cache"].append(self._cache(r))
+            b["leader"].append(c.leader)
+            b["controller_epoch"].append(c.leader_epoch)
+            b["isr"].append(isr)
+        self.rows.counts["timeline"] += len(p.replicas)
+
+    def _cache(self, r) -> str:
+        """The replica's epoch cache as JSON, re-encoded only when it changed."""
+        entries = r.cache.entries
+        key = (len(entries), entries[0] if entries else None, entries[-1] if entries else None)
+        known = self._cache_json.get(r.id)
+        if known is None or known[0] != key:
+            known = self._cache_json[r.id] = (key, json.dumps(r.cache.as_pairs()))
+        return known[1]
 
     def quarantine(self, event: dict, reason: str) -> None:
         self.emit("quarantine", event.get("seq"), reason=reason, raw=event.get("raw") or _raw(event))
@@ -166,17 +248,7 @@ def _apply(replay: Replay, step, seq: int, batch: _Batch) -> None:
     p, g = replay.partition, replay.checker
     losses_before = len(g.losses)
     out = replay.apply(step)
-    description = describe_step(step)
-    c = p.controller
-    isr = json.dumps(sorted(c.isr))
-    for rid in sorted(p.replicas):
-        snap = replica_snapshot(p, rid, with_log=False)
-        batch.emit(
-            "timeline", seq, event=description, replica=rid, role=snap["role"], alive=snap["alive"], halted=snap["halted"],
-            leader_epoch=snap["leader_epoch"], leo=snap["leo"], hw=snap["hw"],
-            remote_leo=None if snap["remote_leo"] is None else json.dumps(snap["remote_leo"]),
-            epoch_cache=json.dumps(snap["epoch_cache"]), leader=c.leader, controller_epoch=c.leader_epoch, isr=isr,
-        )
+    batch.timeline(p, seq, describe_step(step))
     for v in out.violations:
         batch.emit("violations", seq, at_step=v["step"], invariant=v["invariant"], detail=v["detail"])
     for loss in g.losses[losses_before:]:
