@@ -122,6 +122,23 @@ class LeaderEpochCache:
         self._entries = [EpochEntry(removed[-1].epoch, start_offset)] + kept
         return True
 
+    def drop_cold_entries(self, upto: int, lowest_future_epoch: int) -> list[tuple[int, int]]:
+        """Drop the oldest entries no future lookup or assignment can touch; returns them.
+
+        Entry ``i`` goes when the next entry starts below ``upto - 1`` (so ``i`` does not cover
+        the last stable record) and the next entry's epoch is below ``lowest_future_epoch`` (so
+        ``i`` is not the largest epoch below any epoch still written or asked about).  Every
+        answer of ``end_offset_for`` for an epoch >= ``lowest_future_epoch`` and every later
+        ``assign`` / ``truncate_from_end`` at offsets >= ``upto`` is then what it was; the dropped
+        entries never change again.
+        """
+        k = 0
+        while (k + 1 < len(self._entries) and self._entries[k + 1].start_offset <= upto - 1
+               and self._entries[k + 1].epoch < lowest_future_epoch):
+            k += 1
+        dropped, self._entries = self._entries[:k], self._entries[k:]
+        return [(e.epoch, e.start_offset) for e in dropped]
+
     # -- OffsetsForLeaderEpoch ----------------------------------------------------------
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int, version: str) -> tuple[int, int]:

@@ -110,15 +110,15 @@ class Partition:
 
     # -- compaction of the unchangeable prefix ---------------------------------------------------
 
-    def compact_logs(self, upto: int) -> int:
-        """Drop every replica's records below ``upto`` into the prefix digest; returns how many."""
+    def compact_logs(self, upto: int) -> list[tuple[int, str]]:
+        """Drop every replica's records below ``upto`` into the prefix digest; returns them
+        (identical on every replica)."""
         if upto <= self.compacted_offset:
-            return 0
+            return []
         dropped = None
         for rid in sorted(self.replicas):
             removed = self.replicas[rid].log.compact(upto)
             dropped = removed if dropped is None else dropped
         self.prefix_digest = prefix_digest(self.prefix_digest, dropped)
-        count = upto - self.compacted_offset
         self.compacted_offset = upto
-        return count
+        return dropped

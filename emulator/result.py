@@ -42,10 +42,10 @@ def replica_snapshot(p, rid: int, with_log: bool = True) -> dict[str, Any]:
     return snap
 
 
-def state_snapshot(p) -> dict[str, Any]:
+def state_snapshot(p, with_logs: bool = True) -> dict[str, Any]:
     return {
         "controller": controller_snapshot(p),
-        "replicas": {str(rid): replica_snapshot(p, rid) for rid in sorted(p.replicas)},
+        "replicas": {str(rid): replica_snapshot(p, rid, with_log=with_logs) for rid in sorted(p.replicas)},
     }
 
 

@@ -21,6 +21,17 @@ class StepReport:
     errors: list[dict]
     events: list[dict]
     violations: list[dict]
+    effects: list[Effect]
+
+
+@dataclass
+class Compaction:
+    """What one compaction dropped from the state: the records below ``upto`` (identical on
+    every replica) and, per replica, the epoch-cache entries no step can consult any more."""
+
+    upto: int
+    records: list[tuple[int, str]]  # (epoch, value) at offsets [upto - len(records), upto)
+    cold_cache: dict[int, list[tuple[int, int]]]  # replica -> [(epoch, start_offset), ...]
 
 
 class Replay:
@@ -44,25 +55,43 @@ class Replay:
     def apply(self, step: Step) -> StepReport:
         outcome = self.partition.apply(step)
         violations = self.checker.observe(self.partition, outcome)
-        return StepReport(outcome.step, outcome.errors, outcome.events, violations)
+        return StepReport(outcome.step, outcome.errors, outcome.events, violations, outcome.effects)
 
     def finish(self) -> list[dict]:
         return self.checker.finish(self.partition)
 
-    def compact(self, min_records: int) -> int:
+    def compact(self, min_records: int) -> Compaction | None:
         """Compact the unchangeable prefix into an offset and a digest once it holds at least
-        ``min_records`` more records; returns how many records each replica dropped.
+        ``min_records`` more records; returns what was dropped (None when nothing was).
 
         The ghost state that refers only to the prefix (acked records, reported losses,
-        records committed twice) goes with it.  A later step that would reach below the
-        compacted offset is clamped there and recorded as ``BELOW_COMPACTED_PREFIX``.
+        records committed twice) goes with it, and each epoch cache loses the entries no
+        future step can consult (``cold_cache_entries``).  A later step that would reach below
+        the compacted offset is clamped there and recorded as ``BELOW_COMPACTED_PREFIX``.
         """
         p = self.partition
         upto = self.checker.compactable_offset(p)
         if upto - p.compacted_offset < max(min_records, 1):
-            return 0
+            return None
         self.checker.compact(upto)
-        return p.compact_logs(upto)
+        records = p.compact_logs(upto)
+        cold = {}
+        floor = self.lowest_future_epoch()
+        for rid in sorted(p.replicas):
+            dropped = p.replicas[rid].cache.drop_cold_entries(upto, floor)
+            if dropped:
+                cold[rid] = dropped
+        return Compaction(upto, records, cold)
+
+    def lowest_future_epoch(self) -> int:
+        """The lowest leader epoch any future step can write or ask about: the controller's
+        epoch, the epoch of every replica presuming leadership, and every epoch still in a log
+        above the compacted prefix (a follower copies those; a zombie writes its own)."""
+        p = self.partition
+        epochs = [p.controller.leader_epoch] + [r.leader_epoch for r in p.replicas.values() if r.presumes_leadership]
+        for r in p.replicas.values():
+            epochs += [e for _, (e, _v) in r.log.items()]
+        return min(epochs)
 
     def knobs_in_force(self) -> dict[str, Any] | None:
         """Every knob, when the run's variant differs from its preset; None for a plain preset."""

@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--gap-timeout-ms", type=_positive, default=60000,
                         help="how long a partition waits for a missing sequence number before reporting it")
     stream.add_argument("--compact-min-records", type=_positive, default=None, metavar="N",
-                        help="compact a partition's unchangeable log prefix once it holds N records (default 10000)")
+                        help="compact a partition's unchangeable log prefix after a micro-batch once it holds N records beyond the "
+                             "last compaction (default 256: the state keeps a window, the outputs keep the history)")
     _add_knob(stream)
 
     state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from emulator.effects import Appended, Truncated
 from emulator.result import compacted_prefix, state_snapshot
 from emulator.run import Replay, effective_variant
 from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
@@ -62,6 +63,7 @@ class OutputRows:
             yield {c: cols[c][i] for c in OUTPUT_COLUMNS}
 
 
+_LOG = ("topic", "partition", "scenario", "seq", "idx", "replica", "op", "offset", "epoch", "value")
 _TIMELINE = ("topic", "partition", "scenario", "seq", "idx", "event", "replica", "role", "alive", "halted", "leader_epoch",
              "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr")
 
@@ -119,6 +121,37 @@ class _Batch:
             b["isr"].append(isr)
         self.rows.counts["timeline"] += len(p.replicas)
 
+    def log_changes(self, p, seq, effects) -> None:
+        """The step's log changes as rows: one per appended record, one per truncation
+        (the log's history; ``replemu results`` replays it to rebuild every log)."""
+        b = None
+        for e in effects:
+            if isinstance(e, Appended):
+                b = b or self.rows.block("log", _LOG)
+                log = p.replicas[e.replica].log
+                for o in range(e.base, e.end):
+                    epoch, value = log[o]
+                    self._log_row(b, seq, e.replica, "append", o, epoch, value)
+            elif isinstance(e, Truncated):
+                b = b or self.rows.block("log", _LOG)
+                self._log_row(b, seq, e.replica, "truncate", e.to, None, None)
+
+    def cold_cache(self, seq, cold: dict[int, list[tuple[int, int]]]) -> None:
+        """Epoch-cache entries compaction dropped from the state, as rows (results put them back)."""
+        b = self.rows.block("log", _LOG)
+        for rid, entries in sorted(cold.items()):
+            for epoch, start in entries:
+                self._log_row(b, seq, rid, "epoch", start, epoch, None)
+
+    def _log_row(self, b, seq, replica, op, offset, epoch, value) -> None:
+        key = ("log", -1 if seq is None else int(seq))
+        idx = self._idx.get(key, 0)
+        self._idx[key] = idx + 1
+        for name, v in (("topic", self.topic), ("partition", self.partition), ("scenario", self.scenario), ("seq", seq),
+                        ("idx", idx), ("replica", replica), ("op", op), ("offset", offset), ("epoch", epoch), ("value", value)):
+            b[name].append(v)
+        self.rows.counts["log"] += 1
+
     def _cache(self, r) -> str:
         """The replica's epoch cache as JSON, re-encoded only when it changed."""
         entries = r.cache.entries
@@ -147,8 +180,11 @@ def parse_header(args_json: str):
                            source="header")
 
 
-# Scenario-sized partitions stay uncompacted, so ``replemu results`` matches ``replemu run``.
-COMPACT_MIN_RECORDS = 10_000
+# Compaction runs after every micro-batch once the stable prefix holds this many records beyond
+# the last compaction: the state keeps a window of about this size plus the records in flight.
+# Scenario-sized partitions stay below it, so even an explicit flush to an early offset (clamped
+# at a compacted prefix, BELOW_COMPACTED_PREFIX) replays as ``replemu run`` does.
+COMPACT_MIN_RECORDS = 256
 
 
 def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any] | None, protocol: str,
@@ -231,7 +267,9 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
 
     if replay is not None:
         p, g = replay.partition, replay.checker
-        replay.compact(compact_min_records)
+        compaction = replay.compact(compact_min_records)
+        if compaction is not None and compaction.cold_cache:
+            batch.cold_cache(st["steps_applied"], compaction.cold_cache)
         st.update(pack_replay(replay))
         st["controller_leader"] = p.controller.leader
         st["controller_epoch"] = p.controller.leader_epoch
@@ -249,6 +287,7 @@ def _apply(replay: Replay, step, seq: int, batch: _Batch) -> None:
     losses_before = len(g.losses)
     out = replay.apply(step)
     batch.timeline(p, seq, describe_step(step))
+    batch.log_changes(p, seq, out.effects)
     for v in out.violations:
         batch.emit("violations", seq, at_step=v["step"], invariant=v["invariant"], detail=v["detail"])
     for loss in g.losses[losses_before:]:
@@ -271,5 +310,5 @@ def _summary(replay: Replay, st: dict, batch: _Batch) -> None:
         final_findings=json.dumps(g.final_findings(p), separators=(",", ":")),
         knobs=None if replay.knobs_in_force() is None else json.dumps(replay.knobs_in_force(), separators=(",", ":")),
         compacted_prefix=json.dumps(compacted_prefix(p)) if p.compacted_offset else None,
-        final=json.dumps(state_snapshot(p), separators=(",", ":")),
+        final=json.dumps(state_snapshot(p, with_logs=False), separators=(",", ":")),
     )

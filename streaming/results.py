@@ -1,8 +1,11 @@
 """Reading a stream's outputs back as the contract's result objects (scenario-format.md §3).
 
-Built only from the Parquet outputs (the latest partition summary holds the ``final`` state;
-violations, losses and errors are the rows the stream emitted, in emission order), never by
-re-running the core, so a streamed run and ``replemu run --json`` compare with any tool.
+Built only from the Parquet outputs, never by re-running the core, so a streamed run and
+``replemu run --json`` compare with any tool: the latest partition summary holds the ``final``
+state without logs; every log is rebuilt by replaying the ``log`` rows (each appended record and
+each truncation, in order), and the epoch-cache entries compaction moved out of the state come
+back from ``epoch`` rows; violations, losses and errors are the rows the stream emitted, in
+emission order.
 The final tier of invariants (EventualConvergence) is judged at the end of a run: every
 summary carries that judgement as of its last step (``final_findings``), and the latest one is
 reported at that step (``violated_in_summary`` is the one reading of a summary row).
@@ -38,22 +41,31 @@ class ResultsError(ValueError):
     pass
 
 
+RESULT_KINDS = ("summary", "violations", "losses", "errors", "log")
+
+
 def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
     output_dir = Path(output_dir)
     if not (output_dir / "run.json").exists():
         raise ResultsError(f"{output_dir}: not a replemu stream output directory (no run.json)")
-    summary = read_output(output_dir, "summary")
+    return results_from_frames({kind: read_output(output_dir, kind) for kind in RESULT_KINDS})
+
+
+def results_from_frames(frames: dict[str, Any]) -> list[dict[str, Any]]:
+    """One contract result per partition from a job's output rows (pandas frames by kind, each
+    with a ``batch_id`` column), in (topic, partition) order."""
+    summary = frames["summary"]
     if summary.empty:
         return []
     summary = summary.sort_values(["topic", "partition", "batch_id"], kind="stable")
     latest = summary.groupby(["topic", "partition"], sort=True).tail(1)
     # Each kind's rows grouped by partition once, in emission order (not filtered per partition).
     grouped: dict[str, dict[tuple[str, int], list[dict]]] = {}
-    for kind in ("violations", "losses", "errors"):
-        t = read_output(output_dir, kind)
+    for kind in ("violations", "losses", "errors", "log"):
+        t = frames[kind]
         grouped[kind] = {} if t.empty else {
             (str(topic), int(partition)): g.to_dict("records")
-            for (topic, partition), g in t.sort_values(["topic", "partition", "seq", "idx"], kind="stable").groupby(
+            for (topic, partition), g in t.sort_values(["topic", "partition", "batch_id", "seq", "idx"], kind="stable").groupby(
                 ["topic", "partition"], sort=False)
         }
 
@@ -67,14 +79,39 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
         seen = {v["invariant"] for v in violations}
         violations += [f for f in final_findings(s) if f["invariant"] not in seen]
         results.append(result_object(
-            s["scenario"], s["protocol"], int(s["steps"]), json.loads(s["final"]), violations,
+            s["scenario"], s["protocol"], int(s["steps"]), rebuild_final(json.loads(s["final"]), rows_of("log", topic, partition)),
+            violations,
             [{"offset": int(r["offset"]), "value": r["value"], "acked": bool(r["acked"]), "allowed": bool(r["allowed"]), "step": int(r["at_step"])}
              for r in rows_of("losses", topic, partition)],
             [{"step": int(r["at_step"]), "error": r["error"]} for r in rows_of("errors", topic, partition)],
-            json.loads(s["compacted_prefix"]) if isinstance(s.get("compacted_prefix"), str) else None,
+            None,  # the logs are whole again: no compacted prefix to declare
             json.loads(s["knobs"]) if isinstance(s.get("knobs"), str) else None,
         ))
     return results
+
+
+def rebuild_final(final: dict, log_rows: list[dict]) -> dict:
+    """The contract's ``final`` from a summary's (no logs) and the partition's ``log`` rows."""
+    logs: dict[str, list] = {rid: [] for rid in final["replicas"]}
+    cold: dict[str, list] = {rid: [] for rid in final["replicas"]}
+    for r in log_rows:
+        rid, op, offset = str(int(r["replica"])), r["op"], int(r["offset"])
+        if op == "append":
+            log = logs[rid]
+            if offset != len(log):
+                raise ResultsError(f"log rows of replica {rid}: an append at offset {offset} to a log of {len(log)} records")
+            log.append([offset, int(r["epoch"]), r["value"]])
+        elif op == "truncate":
+            del logs[rid][offset:]
+        else:
+            cold[rid].append([int(r["epoch"]), offset])
+    replicas = {}
+    for rid, rep in final["replicas"].items():
+        rebuilt = dict(rep)
+        rebuilt["log"] = logs[rid]
+        rebuilt["epoch_cache"] = cold[rid] + rep["epoch_cache"]
+        replicas[rid] = {k: rebuilt[k] for k in ("alive", "halted", "role", "leader_epoch", "leo", "hw", "log", "epoch_cache", "remote_leo")}
+    return {"controller": final["controller"], "replicas": replicas}
 
 
 def final_findings(summary_row: dict) -> list[dict]:

@@ -80,7 +80,8 @@ STATE_SCHEMA = StructType([
     StructField("acked", BinaryType()),  # Arrow IPC: offset, epoch, value, step, holders, lost_by_power
 ])
 
-OUTPUT_KINDS = ("timeline", "summary", "violations", "losses", "errors", "quarantine")
+OUTPUT_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors", "quarantine")
+LOG_OPS = ("append", "truncate", "epoch")  # a record appended; the log cut to ``offset``; a cold epoch-cache entry
 
 # One output row type for all kinds; each sink keeps the columns of its kind.
 OUTPUT_SCHEMA = StructType([
@@ -111,6 +112,8 @@ OUTPUT_SCHEMA = StructType([
     StructField("acked", BooleanType()),
     StructField("allowed", BooleanType()),
     StructField("error", StringType()),
+    StructField("op", StringType()),  # log rows: append | truncate | epoch
+    StructField("epoch", IntegerType()),  # log rows: the record's (or the cache entry's) leader epoch
     StructField("reason", StringType()),
     StructField("raw", StringType()),
     StructField("protocol", StringType()),
@@ -129,6 +132,7 @@ OUTPUT_COLUMNS = tuple(f.name for f in OUTPUT_SCHEMA.fields)
 KIND_COLUMNS = {
     "timeline": ("topic", "partition", "scenario", "seq", "event", "replica", "role", "alive", "halted",
                  "leader_epoch", "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr"),
+    "log": ("topic", "partition", "scenario", "seq", "idx", "replica", "op", "offset", "epoch", "value"),
     "summary": ("topic", "partition", "scenario", "protocol", "steps", "leader", "controller_epoch", "isr",
                 "min_hw", "max_hw", "violations_so_far", "violated", "final_findings", "knobs", "compacted_prefix", "final"),
     "violations": ("topic", "partition", "scenario", "seq", "idx", "at_step", "invariant", "detail"),
