@@ -79,7 +79,7 @@ def to_document(replay: Replay) -> dict[str, Any]:
         "protocol": p.variant.name,
         "knobs": p.variant.knobs(),
         "assignment": list(p.assignment),
-        "config": asdict(p.config),  # acks as Config holds it ("all" | "1" | "0")
+        "config": {**asdict(p.config), "knobs": [list(kv) for kv in p.config.knobs]},  # acks as Config holds it
         "now_ms": p.now_ms, "step_number": p.step_number, "generation": p.generation,
         "compacted_offset": p.compacted_offset, "prefix_digest": p.prefix_digest,
         "violated": sorted(o.violated),

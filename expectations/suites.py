@@ -93,18 +93,20 @@ def _gapped_logs(log_rows) -> set[tuple[str, int]]:
     return broken
 
 
-def frames_from_outputs(pdf) -> dict[str, Any]:
-    """The two validation frames from one micro-batch's output rows (pandas)."""
+def frames_from_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
+    """The two validation frames from one micro-batch's outputs (kind -> pandas frame)."""
     import pandas as pd
 
-    timeline = pdf[pdf["kind"] == "timeline"][["topic", "partition", "seq", "replica", "role", "alive", "leo", "hw",
+    empty = pd.DataFrame(columns=["topic", "partition", "seq", "idx", "replica", "role", "alive", "leo", "hw", "leader_epoch",
+                                  "epoch_cache", "op", "offset", "final", "violated", "final_findings"])
+    timeline = outputs.get("timeline", empty)[["topic", "partition", "seq", "replica", "role", "alive", "leo", "hw",
                                                "leader_epoch", "epoch_cache"]].copy()
     timeline["cache_increasing"] = [_cache_increasing(c) for c in timeline["epoch_cache"]]
     timeline["leading"] = (timeline["role"] == "leader") & (timeline["alive"] == True)  # noqa: E712
     timeline = timeline.drop(columns=["epoch_cache"]).reset_index(drop=True)
 
-    summary = pdf[pdf["kind"] == "summary"]
-    broken = _gapped_logs(pdf[pdf["kind"] == "log"])
+    summary = outputs.get("summary", empty)
+    broken = _gapped_logs(outputs.get("log", empty))
     part_rows = []
     for s in summary.to_dict("records"):
         final = json.loads(s["final"])
@@ -252,10 +254,10 @@ class ExpectationsObserver:
             self._validator = BatchValidator(Path(output_dir) / "data_docs")
         return self._validator
 
-    def on_batch(self, pdf, batch_id: int, output_dir: Path) -> None:
+    def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
         started = time.perf_counter()
         try:
-            rows = self.validator(output_dir).validate(frames_from_outputs(pdf), batch_id)
+            rows = self.validator(output_dir).validate(frames_from_outputs(frames), batch_id)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
             rows = [{"batch_id": batch_id, "invariant": None, "expectation": "validation_error", "frame": None,
                      "success": False, "unexpected_count": 0, "partitions": [], "docs": f"{type(exc).__name__}: {exc}"}]

@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--compact-min-records", type=_positive, default=None, metavar="N",
                         help="compact a partition's unchangeable log prefix after a micro-batch once it holds N records beyond the "
                              "last compaction (default 256: the state keeps a window, the outputs keep the history)")
+    stream.add_argument("--state-store", choices=("hdfs", "rocksdb"), default=None,
+                        help="Spark's state store provider, fixed when the checkpoint is created (default: Spark's, hdfs)")
     _add_knob(stream)
 
     state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")
@@ -186,7 +188,8 @@ def cmd_stream(args: argparse.Namespace) -> int:
             print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
             stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
                                max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark,
-                               compact_min_records=args.compact_min_records, observer=ExpectationsObserver(), knobs=args.knobs)
+                               compact_min_records=args.compact_min_records, observer=ExpectationsObserver(), knobs=args.knobs,
+                               state_store=args.state_store)
             print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,summary,violations,losses,errors,quarantine}}; "
                   f"read them with: replemu results {output}", flush=True)
     finally:

@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
 """Benchmark the streaming job against the core alone and against Spark's own floor.
 
-For P partitions x E events (a seeded mix of produces, fetches, elections, crashes and
-restarts on 3 replicas), prints side by side the events/s of
-  (a) the core alone in one process,
-  (b) the streaming job (applyInPandasWithState stepping the core, Parquet sinks),
-  (c) a no-op applyInPandasWithState over the same events (Spark's floor),
-with the ratios b/a and b/c, the micro-batch latency p50/p95 of (b) and (c), and the state
-bytes of one partition after 10^4 and 10^6 produced records (compaction keeps it bounded).
+Every mode prints the project's number next to its reference and the ratio, with the target:
 
-    python scripts/bench_stream.py [--partitions 1000] [--events 100] [--batches 5] [--seed 1]
+  throughput  P partitions x E events (seeded produce/fetch/election/crash mix, 3 replicas) in B
+              micro-batches: events/s of (a) the core alone, (b) the streaming job, (c) a no-op
+              applyInPandasWithState over the same events (Spark's floor); b/c >= 0.5, b/a >= 0.3;
+              micro-batch p50 of (b) <= 2 s (20 events per partition per batch).
+  flat        a clean workload stream (no input files) of P partitions x K steps per batch over B
+              batches: mean of the last 5 batches / mean of batches 2-6 <= 1.25; state per
+              partition at the end, read with Spark's statestore reader.
+  state       a clean workload of a few partitions in large batches until 10^4 and 10^6 records
+              were produced per partition: state bytes per partition (statestore reader),
+              <= 50 KB each, ratio <= 1.5.
+  scale       the same events per partition at 1,000 and 10,000 partitions, state in RocksDB:
+              events/s ratio (>= 1/1.5) and the peak RSS of the Spark JVM and Python workers per
+              batch (flat over 10 batches).
+
+    python scripts/bench_stream.py [--mode throughput|flat|state|scale|all] [--partitions N] ...
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -87,74 +96,217 @@ def durations(progress: list[dict]) -> list[float]:
     return [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
 
 
-def state_bytes(records: int) -> int:
-    from streaming.processor import COMPACT_MIN_RECORDS
-    from streaming.state_codec import pack_replay
+def _p95(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
 
-    p = Replay((1, 2, 3), Config(acks="1"), VARIANTS["kip320"])
-    p.apply(Elect())
-    batch = 1000
-    for i in range(records // batch):
-        p.apply(Produce(values=tuple(f"v{i}-{k}" for k in range(batch))))
-        for f in (2, 3, 2, 3):
-            p.apply(Fetch(replica=f))
-        p.compact(COMPACT_MIN_RECORDS)
-    return sum(len(v) for v in pack_replay(p).values())
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT MET"
+
+
+def state_per_partition(spark, checkpoint: Path) -> float:
+    """Mean bytes of one partition's state row, read with Spark's statestore reader."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.format("statestore").load(str(checkpoint))
+    cols = [F.coalesce(F.length(F.col(f"value.groupState.{c}")), F.lit(0)) for c in ("core", "logs", "committed", "acked", "waiting")]
+    row = df.select(sum(cols[1:], cols[0]).alias("bytes")).agg(F.avg("bytes").alias("mean")).collect()[0]
+    return float(row["mean"] or 0)
+
+
+# -- modes ----------------------------------------------------------------------------------------
+
+
+def mode_throughput(spark, args, work: Path) -> None:
+    total = args.partitions * args.events
+    print(f"[throughput] seed {args.seed}  partitions {args.partitions}  events/partition {args.events}  total {total}  "
+          f"micro-batches {args.batches}  protocol {args.protocol}", flush=True)
+    rng = random.Random(args.seed)
+    scenarios = [parse_scenario(workload(k, args.events, rng)) for k in range(args.partitions)]
+    write_event_files([scenario_rows(s) for s in scenarios], work / "events", split=args.batches)
+    a = core_alone(scenarios, args.protocol)
+    from streaming.job import run_stream
+
+    stats_b = run_stream(work / "events", work / "out", work / "ckpt", args.protocol, max_files_per_trigger=1, spark=spark,
+                         quiet=True)
+    progress_c = noop_stream(spark, work / "events", work / "ckpt-noop")
+    db, dc = [s.duration_s for s in stats_b if s.input_rows], durations(progress_c)
+    b, c = total / sum(db), total / sum(dc)
+    print(f"{'':34} {'events/s':>10} {'batch p50 s':>12} {'batch p95 s':>12}")
+    print(f"{'(a) core alone':34} {a:>10,.0f}")
+    print(f"{'(b) streaming job':34} {b:>10,.0f} {statistics.median(db):>12.2f} {_p95(db):>12.2f}")
+    print(f"{'(c) no-op applyInPandasWithState':34} {c:>10,.0f} {statistics.median(dc):>12.2f} {_p95(dc):>12.2f}")
+    print(f"b/c = {b / c:.2f} (target >= 0.5: {verdict(b / c >= 0.5)})   b/a = {b / a:.2f} (target >= 0.3: {verdict(b / a >= 0.3)})   "
+          f"p50 {statistics.median(db):.2f} s at {args.events // args.batches} events/partition/batch "
+          f"(target <= 2 s: {verdict(statistics.median(db) <= 2)}); first batch (b) {db[0]:.2f} s, (c) {dc[0]:.2f} s", flush=True)
+
+
+def _workload_stream(spark, work: Path, partitions: int, steps_per_batch: int, batches: int, protocol: str,
+                     seed: int, state_store: str | None = None, on_batch=None):
+    from scenario_io.profiles import load_profiles
+    from streaming.job import run_stream
+    from streaming.workload_source import workload_options
+
+    options = workload_options(load_profiles()["clean"], seed, partitions, steps_per_batch, max_steps=steps_per_batch * batches)
+    return run_stream(None, work / "out", work / "ckpt", protocol, spark=spark, quiet=on_batch is None, workload=options,
+                      state_store=state_store, out=sys.stdout)
+
+
+def mode_flat(spark, args, work: Path) -> None:
+    p, k, n = args.partitions, args.steps_per_batch, args.flat_batches
+    print(f"[flat] clean workload, seed {args.seed}, {p} partitions x {k} steps per batch, {n} batches, {args.protocol}", flush=True)
+    t0 = time.perf_counter()
+    stats = _workload_stream(spark, work, p, k, n, args.protocol, args.seed)
+    d = [s.duration_s for s in stats]
+    early, late = statistics.mean(d[1:6]), statistics.mean(d[-5:])
+    print(f"batch seconds: first {d[0]:.2f}, batches 2-6 mean {early:.2f}, last 5 mean {late:.2f}, p50 {statistics.median(d[1:]):.2f}")
+    print(f"late/early = {late / early:.2f} (target <= 1.25: {verdict(late / early <= 1.25)}); {p * k * n / (time.perf_counter() - t0):,.0f} "
+          f"events/s wall; state {state_per_partition(spark, work / 'ckpt') / 1024:.1f} KiB per partition (statestore reader)", flush=True)
+    print("per-batch seconds: " + " ".join(f"{x:.1f}" for x in d), flush=True)
+
+
+def mode_state(spark, args, work: Path) -> None:
+    """Few partitions, large batches: state after 10^4 and 10^6 produced records per partition."""
+    from scenario_io.profiles import load_profiles
+    from emulator.workload import partition_header, step_bursts
+
+    print(f"[state] clean workload, {args.state_partitions} partitions, kip320", flush=True)
+    prof = load_profiles()["clean"]
+    results = {}
+    for target in (10_000, 1_000_000):
+        # Steps needed for ``target`` records in partition 0 (the generator is deterministic).
+        produced, steps = 0, 0
+        gen = step_bursts(args.seed, 0, prof)
+        partition_header(args.seed, 0, prof)
+        while produced < target:
+            for step in next(gen):
+                steps += 1
+                if "produce" in step:
+                    produced += len(step["produce"].get("values", [None]))
+        per_batch = max(1000, steps // 40)
+        batches = -(-steps // per_batch)
+        sub = work / f"state-{target}"
+        t0 = time.perf_counter()
+        _workload_stream(spark, sub, args.state_partitions, per_batch, batches, "kip320", args.seed)
+        results[target] = state_per_partition(spark, sub / "ckpt")
+        print(f"  {target:>9,} records ({steps:,} steps, {batches} batches of {per_batch:,}): state "
+              f"{results[target] / 1024:.1f} KiB per partition ({time.perf_counter() - t0:.0f} s)", flush=True)
+        shutil.rmtree(sub, ignore_errors=True)
+    s4, s6 = results[10_000], results[1_000_000]
+    print(f"state per partition: {s4 / 1000:.1f} KB after 10^4, {s6 / 1000:.1f} KB after 10^6 records; "
+          f"target <= 50 KB: {verdict(max(s4, s6) <= 50_000)}; ratio {s6 / s4:.2f} (target <= 1.5: {verdict(s6 / s4 <= 1.5)})", flush=True)
+
+
+class RssSampler:
+    """Peak resident memory of the Spark JVM and its Python workers (children of this process)."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self.samples: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _pids(self) -> list[int]:
+        import os
+
+        out, todo = [], [os.getpid()]
+        children: dict[int, list[int]] = {}
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    children.setdefault(ppid, []).append(int(d.name))
+                except (OSError, ValueError, IndexError):
+                    pass
+        while todo:
+            pid = todo.pop()
+            for c in children.get(pid, []):
+                out.append(c)
+                todo.append(c)
+        return out
+
+    def sample(self) -> int:
+        total = 0
+        for pid in self._pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+            except OSError:
+                pass
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            rss = self.sample()
+            self.samples.append((time.perf_counter(), rss))
+            self.peak = max(self.peak, rss)
+            self._stop.wait(0.5)
+
+    def halves(self) -> tuple[int, int]:
+        """Peak RSS in the first and the second half of the run (flat memory: about equal)."""
+        if len(self.samples) < 2:
+            return self.peak, self.peak
+        t0, t1 = self.samples[0][0], self.samples[-1][0]
+        mid = (t0 + t1) / 2
+        return (max(r for t, r in self.samples if t <= mid), max(r for t, r in self.samples if t > mid))
+
+    def start(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def mode_scale(spark, args, work: Path) -> None:
+    k, n = args.steps_per_batch, 10
+    print(f"[scale] clean workload, {k} steps per partition per batch, {n} batches, RocksDB state store, {args.protocol}", flush=True)
+    rates, peaks = {}, {}
+    for partitions in (1_000, 10_000):
+        sampler = RssSampler().start()
+        stats = _workload_stream(spark, work / f"scale-{partitions}", partitions, k, n, args.protocol, args.seed,
+                                 state_store="rocksdb")
+        sampler.stop()
+        durations_ = [s.duration_s for s in stats][1:]  # the first batch carries start-up
+        rates[partitions] = partitions * k * len(durations_) / sum(durations_)
+        peaks[partitions] = sampler.peak
+        first, second = sampler.halves()
+        print(f"  {partitions:>6,} partitions: {rates[partitions]:,.0f} events/s (batches 2-{n}), batch p50 "
+              f"{statistics.median(durations_):.2f} s, peak RSS JVM + Python workers {sampler.peak / 2**20:,.0f} MiB "
+              f"(first half {first / 2**20:,.0f}, second half {second / 2**20:,.0f}: "
+              f"{'flat' if second <= 1.1 * first else 'GROWING'})", flush=True)
+    ratio = rates[1_000] / rates[10_000]
+    print(f"10,000 vs 1,000 partitions: events/s {rates[10_000]:,.0f} vs {rates[1_000]:,.0f} (1,000/10,000 = {ratio:.2f}, "
+          f"target <= 1.5: {verdict(ratio <= 1.5)}); peak RSS {peaks[10_000] / 2**20:,.0f} MiB vs {peaks[1_000] / 2**20:,.0f} MiB", flush=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", default="throughput", choices=("throughput", "flat", "state", "scale", "all"))
     ap.add_argument("--partitions", type=int, default=1000)
-    ap.add_argument("--events", type=int, default=100, help="events per partition")
-    ap.add_argument("--batches", type=int, default=5, help="event files = micro-batches")
+    ap.add_argument("--events", type=int, default=100, help="throughput: events per partition")
+    ap.add_argument("--batches", type=int, default=5, help="throughput: event files = micro-batches")
+    ap.add_argument("--steps-per-batch", type=int, default=20, help="flat/scale: steps per partition per batch")
+    ap.add_argument("--flat-batches", type=int, default=30, help="flat: micro-batches (300 for the long run)")
+    ap.add_argument("--state-partitions", type=int, default=2)
     ap.add_argument("--protocol", default="kip320")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--skip-state", action="store_true", help="skip the 10^6-record state measurement")
     args = ap.parse_args()
-    total = args.partitions * args.events
-    print(f"seed {args.seed}  partitions {args.partitions}  events/partition {args.events}  total events {total}  "
-          f"micro-batches {args.batches}  protocol {args.protocol}", flush=True)
+    from streaming.job import build_spark
 
-    rng = random.Random(args.seed)
-    scenarios = [parse_scenario(workload(k, args.events, rng)) for k in range(args.partitions)]
+    spark = build_spark()
     work = Path(tempfile.mkdtemp(prefix="replemu-bench-"))
     try:
-        write_event_files([scenario_rows(s) for s in scenarios], work / "events", split=args.batches)
-        print("generated events; (a) core alone ...", flush=True)
-        a = core_alone(scenarios, args.protocol)
-
-        from streaming.job import build_spark, run_stream
-
-        spark = build_spark()
-        print("(b) streaming job ...", flush=True)
-        t0 = time.perf_counter()
-        stats_b = run_stream(work / "events", work / "out", work / "ckpt", args.protocol, max_files_per_trigger=1,
-                             spark=spark, quiet=True)
-        wall_b = time.perf_counter() - t0
-        print("(c) no-op applyInPandasWithState ...", flush=True)
-        progress_c = noop_stream(spark, work / "events", work / "ckpt-noop")
-        spark.stop()
+        modes = ("throughput", "flat", "state", "scale") if args.mode == "all" else (args.mode,)
+        for mode in modes:
+            globals()[f"mode_{mode}"](spark, args, work / mode)
+            print(flush=True)
     finally:
+        spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-
-    db, dc = [s.duration_s for s in stats_b if s.input_rows], durations(progress_c)
-    b, c = total / sum(db), total / sum(dc)
-    print()
-    print(f"{'':32} {'events/s':>10} {'batch p50 s':>12} {'batch p95 s':>12}")
-    print(f"{'(a) core alone':32} {a:>10,.0f}")
-    print(f"{'(b) streaming job':32} {b:>10,.0f} {statistics.median(db):>12.2f} {_p95(db):>12.2f}")
-    print(f"{'(c) no-op applyInPandasWithState':32} {c:>10,.0f} {statistics.median(dc):>12.2f} {_p95(dc):>12.2f}")
-    print(f"b/a = {b / a:.2f}   b/c = {b / c:.2f}   (b) wall time incl. start-up {wall_b:.1f} s; "
-          f"first batch (b) {db[0]:.2f} s, (c) {dc[0]:.2f} s")
-    if not args.skip_state:
-        s4, s6 = state_bytes(10_000), state_bytes(1_000_000)
-        print(f"state bytes per partition: {s4:,} after 10^4 records, {s6:,} after 10^6 records ({s6 / s4:.2f}x; bounded: within 2x)")
     return 0
-
-
-def _p95(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ from streaming.events import scenario_rows  # noqa: E402
 from streaming.processor import process_batch  # noqa: E402
 
 
-def batch_outputs(partitions: int, events: int, seed: int) -> pd.DataFrame:
+def batch_outputs(partitions: int, events: int, seed: int) -> dict[str, pd.DataFrame]:
+    """One micro-batch's outputs as the sink hands them to the observer: kind -> pandas frame."""
     rng = random.Random(seed)
     rows = []
     for k in range(partitions):
@@ -37,7 +38,8 @@ def batch_outputs(partitions: int, events: int, seed: int) -> pd.DataFrame:
         ev = scenario_rows(s)
         out, _, _ = process_batch(ev[0]["topic"], 0, ev, None, "kip320")
         rows.extend(out)
-    return pd.DataFrame(rows)
+    pdf = pd.DataFrame(rows)
+    return {kind: part.reset_index(drop=True) for kind, part in pdf.groupby("kind")}
 
 
 def main() -> int:
@@ -60,7 +62,7 @@ def main() -> int:
             start = time.perf_counter()
             validator.validate(frames_from_outputs(pdf), i + 1)
             times.append((time.perf_counter() - start) * 1000)
-        print(f"{n:>10} {len(pdf):>12} {statistics.median(times):>18.0f} {min(times):>8.0f} {max(times):>8.0f}", flush=True)
+        print(f"{n:>10} {sum(len(f) for f in pdf.values()):>12} {statistics.median(times):>18.0f} {min(times):>8.0f} {max(times):>8.0f}", flush=True)
     return 0
 
 

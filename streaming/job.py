@@ -62,6 +62,13 @@ def build_spark(master: str | None = None, conf_path: str | Path | None = None, 
     return spark
 
 
+STATE_STORES = {
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+
+
 def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_records: int,
                         knobs: dict[str, Any] | None = None) -> Callable:
     """The ``applyInPandasWithState`` function: one group's frames -> output frames."""
@@ -70,7 +77,7 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
         import pandas as pd
 
         from streaming.processor import process_batch
-        from streaming.schemas import CORRUPT_COLUMN, OUTPUT_COLUMNS
+        from streaming.schemas import CORRUPT_COLUMN
         from streaming.state_codec import from_tuple, to_tuple
 
         topic = None if key[0] is None else str(key[0])
@@ -92,8 +99,11 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
             state.update(to_tuple(new_state))
             if waiting and gap_timeout_ms is not None:
                 state.setTimeoutDuration(gap_timeout_ms)
-        if len(rows):  # built column-wise by the batch function
-            yield pd.DataFrame(rows.columns(), columns=list(OUTPUT_COLUMNS))
+        if len(rows):  # one row per kind, its rows as an Arrow IPC table
+            payloads = rows.payloads()
+            yield pd.DataFrame({"kind": [k for k, _, _ in payloads], "topic": [topic] * len(payloads),
+                                "partition": [partition] * len(payloads), "rows": [n for _, n, _ in payloads],
+                                "payload": [b for _, _, b in payloads]})
 
     return step_partition
 
@@ -111,10 +121,11 @@ class BatchStats:
 
 
 class BatchObserver(Protocol):
-    """Sees each micro-batch's output rows (pandas, the multiplexed ``OUTPUT_SCHEMA``) once they
-    landed; must never raise into the query.  ``finish`` runs when the query ends."""
+    """Sees each micro-batch's output rows once they landed (``frames``: kind -> pandas frame of
+    that kind's ``KIND_COLUMNS``, sorted as written); must never raise into the query.
+    ``finish`` runs when the query ends."""
 
-    def on_batch(self, pdf, batch_id: int, output_dir: Path) -> None: ...
+    def on_batch(self, frames: dict[str, Any], batch_id: int, output_dir: Path) -> None: ...
 
     def finish(self, output_dir: Path) -> None: ...
 
@@ -135,26 +146,38 @@ class ParquetSink:
     def __call__(self, df, batch_id: int) -> None:
         import pyarrow as pa
 
+        tables: dict[str, list] = {}
+        touched = set()
+        for row in df.collect():  # a few rows per partition: each kind's rows as Arrow IPC
+            tables.setdefault(row["kind"], []).append(pa.ipc.open_stream(pa.py_buffer(bytes(row["payload"]))).read_all())
+            if row["kind"] != "quarantine":
+                touched.add((row["topic"], row["partition"]))
+        frames = {kind: pa.concat_tables(parts) for kind, parts in tables.items()}
+        self.write(frames, batch_id, len(touched))
+
+    def write(self, tables: dict[str, Any], batch_id: int, partitions: int) -> None:
+        """Write each kind's rows (Arrow tables) of batch ``batch_id``, sorted; run the observer."""
+        import pyarrow as pa
+
         from streaming.schemas import KIND_COLUMNS, OUTPUT_KINDS, arrow_schema
 
-        pdf = df.toPandas()
-        counts = {}
+        counts, frames = {}, {}
         for kind in OUTPUT_KINDS:
-            part = pdf[pdf["kind"] == kind]
-            counts[kind] = len(part)
+            table = tables.get(kind)
+            counts[kind] = 0 if table is None else table.num_rows
             target = self.output_dir / kind / f"batch_id={batch_id}"
-            if part.empty:
+            if not counts[kind]:
                 if target.exists():
                     shutil.rmtree(target)  # a replayed batch that now has nothing of this kind
                 continue
             cols = list(KIND_COLUMNS[kind])
             sort_by = [c for c in ("topic", "partition", "seq", "idx", "replica") if c in cols]
-            part = part[cols].sort_values(sort_by, kind="stable").reset_index(drop=True)
+            part = table.to_pandas().sort_values(sort_by, kind="stable").reset_index(drop=True)
+            frames[kind] = part
             write_batch_dir(target, pa.Table.from_pandas(part, schema=arrow_schema(kind), preserve_index=False))
         if self.observer is not None:
-            self.observer.on_batch(pdf, batch_id, self.output_dir)
-        touched = pdf[pdf["kind"] != "quarantine"][["topic", "partition"]].drop_duplicates()
-        stats = BatchStats(batch_id, counts, len(touched), counts["violations"], counts["quarantine"])
+            self.observer.on_batch(frames, batch_id, self.output_dir)
+        stats = BatchStats(batch_id, counts, partitions, counts["violations"], counts["quarantine"])
         self.stats.append(stats)
         if self.on_batch:
             self.on_batch(stats)
@@ -184,7 +207,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                  trigger: Trigger | str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, observer: BatchObserver | None = None,
-                 workload: dict | None = None, knobs: dict[str, Any] | None = None):
+                 workload: dict | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None):
     """Start the query; returns ``(query, sink)``.
 
     ``workload`` (instead of ``input_dir``): ``{"seed", "profile", "profile_spec", "partitions",
@@ -196,7 +219,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from streaming.processor import COMPACT_MIN_RECORDS
-    from streaming.schemas import CORRUPT_COLUMN, EVENT_SCHEMA, EVENT_SCHEMA_WITH_CORRUPT, OUTPUT_SCHEMA, STATE_SCHEMA
+    from streaming.schemas import CORRUPT_COLUMN, EVENT_SCHEMA, EVENT_SCHEMA_WITH_CORRUPT, GROUP_OUTPUT_SCHEMA, STATE_SCHEMA
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -227,14 +250,24 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     outputs = events.groupBy("topic", "partition").applyInPandasWithState(
         make_state_function(protocol, gap_timeout_ms if timeout == GroupStateTimeout.ProcessingTimeTimeout else None,
                             COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records, knobs),
-        OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
+        GROUP_OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
     )
     sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer)
     writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
     writer = trigger.apply(writer)
+    if state_store is not None:  # fixed in the checkpoint by the query's first start
+        spark.conf.set(STATE_STORE_CONF, STATE_STORES[state_store])
     (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir),
-                                                     "format": fmt, "workload": workload}) + "\n")
-    return writer.start(), sink
+                                                     "format": fmt, "workload": workload, "state_store": state_store or "hdfs"}) + "\n")
+    previous = spark.conf.get(STATE_STORE_CONF, None)
+    try:
+        return writer.start(), sink
+    finally:
+        if state_store is not None:  # the started query keeps its own copy of the session conf
+            if previous is None:
+                spark.conf.unset(STATE_STORE_CONF)
+            else:
+                spark.conf.set(STATE_STORE_CONF, previous)
 
 
 def state_bytes(progress: dict) -> int:
@@ -279,7 +312,7 @@ def progress_listener(path: Path, query_name: str = "replemu"):
 
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
-               compact_min_records=None, observer=None, workload=None, knobs=None) -> list[BatchStats]:
+               compact_min_records=None, observer=None, workload=None, knobs=None, state_store=None) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time).
 
     Prints one progress line per micro-batch from Spark's query progress and the sink's counts.
@@ -293,7 +326,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
     try:
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
-                                   observer=observer, workload=workload, knobs=knobs)
+                                   observer=observer, workload=workload, knobs=knobs, state_store=state_store)
         printed = set()
 
         def drain() -> None:

@@ -19,7 +19,7 @@ from emulator.run import Replay, effective_variant
 from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
 
-from .schemas import HEADER_TYPE, OUTPUT_COLUMNS
+from .schemas import HEADER_TYPE, OUTPUT_COLUMNS, arrow_schema
 from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
 
 
@@ -61,6 +61,21 @@ class OutputRows:
         cols = self.columns()
         for i in range(len(self)):
             yield {c: cols[c][i] for c in OUTPUT_COLUMNS}
+
+    def payloads(self) -> list[tuple[str, int, bytes]]:
+        """``(kind, rows, Arrow IPC stream)`` per kind: the kind's columns (``KIND_COLUMNS``)."""
+        import pyarrow as pa
+
+        out = []
+        for kind, b in self.blocks.items():
+            schema = arrow_schema(kind)
+            n = self.counts[kind]
+            arrays = [pa.array(b[f.name] if f.name in b else [None] * n, f.type) for f in schema]
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, schema) as writer:
+                writer.write_batch(pa.record_batch(arrays, schema=schema))
+            out.append((kind, n, sink.getvalue().to_pybytes()))
+        return out
 
 
 _LOG = ("topic", "partition", "scenario", "seq", "idx", "replica", "op", "offset", "epoch", "value")
@@ -219,8 +234,6 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         seq = e["seq"]
         if seq is None:
             batch.quarantine(e, "missing seq")
-        elif e.get("type") is None or e.get("args") is None:
-            batch.quarantine(e, f"seq {seq}: missing type or args")
         elif seq < st["next_seq"] or seq in waiting:
             batch.quarantine(e, f"duplicate or out-of-order sequence: seq {seq} already {'applied' if seq < st['next_seq'] else 'received'} (next expected {st['next_seq']})")
         else:
@@ -233,6 +246,9 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         e.update(topic=topic, partition=partition)
         st["next_seq"] += 1
         seq = e["seq"]
+        if e["type"] is None or e["args"] is None:  # consumes its seq, like any bad step
+            batch.quarantine(e, f"seq {seq}: missing type or args")
+            continue
         if seq == 0 or e["type"] == HEADER_TYPE:
             if seq != 0 or e["type"] != HEADER_TYPE:
                 batch.quarantine(e, f"seq {seq}: the partition header must be seq 0 with type {HEADER_TYPE!r}")

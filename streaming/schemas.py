@@ -129,6 +129,17 @@ OUTPUT_SCHEMA = StructType([
 ])
 OUTPUT_COLUMNS = tuple(f.name for f in OUTPUT_SCHEMA.fields)
 
+# What the state function hands Spark: one row per (partition, kind) with that kind's rows as an
+# Arrow IPC stream (schema ``arrow_schema(kind)``) — a few wide binary rows instead of tens of
+# thousands of mostly-null multiplexed rows crossing Python -> JVM -> Python.
+GROUP_OUTPUT_SCHEMA = StructType([
+    StructField("kind", StringType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("rows", LongType()),
+    StructField("payload", BinaryType()),
+])
+
 KIND_COLUMNS = {
     "timeline": ("topic", "partition", "scenario", "seq", "event", "replica", "role", "alive", "halted",
                  "leader_epoch", "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr"),

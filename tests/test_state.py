@@ -12,7 +12,7 @@ from emulator.result import state_snapshot
 from emulator.state import StateVersionError, from_document, to_document
 
 from conftest import BUNDLED
-from test_properties import any_scenario
+from generators import any_scenario
 
 
 def replay_with_restarts(scenario, protocol, cut_every: int):
