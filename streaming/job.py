@@ -86,12 +86,12 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
         events = []
         if not state.hasTimedOut:
             for pdf in pdfs:  # Spark may split one group over several frames, in any order
-                for rec in pdf.to_dict("records"):
-                    seq = rec.get("seq")
+                raws = pdf[CORRUPT_COLUMN] if CORRUPT_COLUMN in pdf else [None] * len(pdf)
+                for seq, type_, args, raw in zip(pdf["seq"], pdf["type"], pdf["args"], raws):
                     events.append({
                         "topic": topic, "partition": partition,
                         "seq": None if seq is None or pd.isna(seq) else int(seq),
-                        "type": rec.get("type"), "args": rec.get("args"), "raw": rec.get(CORRUPT_COLUMN),
+                        "type": type_, "args": args, "raw": raw,
                     })
         rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut,
                                                  compact_min_records=compact_min_records, knobs=knobs)
@@ -156,12 +156,13 @@ class ParquetSink:
         self.write(frames, batch_id, len(touched))
 
     def write(self, tables: dict[str, Any], batch_id: int, partitions: int) -> None:
-        """Write each kind's rows (Arrow tables) of batch ``batch_id``, sorted; run the observer."""
-        import pyarrow as pa
+        """Write each kind's rows (Arrow tables) of batch ``batch_id``, sorted; run the observer.
 
+        The sort keys are unique per row (a partition, a step, a row index or replica), so the
+        written order is the same whatever order Spark handed the partitions over in."""
         from streaming.schemas import KIND_COLUMNS, OUTPUT_KINDS, arrow_schema
 
-        counts, frames = {}, {}
+        counts, written = {}, {}
         for kind in OUTPUT_KINDS:
             table = tables.get(kind)
             counts[kind] = 0 if table is None else table.num_rows
@@ -170,13 +171,13 @@ class ParquetSink:
                 if target.exists():
                     shutil.rmtree(target)  # a replayed batch that now has nothing of this kind
                 continue
-            cols = list(KIND_COLUMNS[kind])
-            sort_by = [c for c in ("topic", "partition", "seq", "idx", "replica") if c in cols]
-            part = table.to_pandas().sort_values(sort_by, kind="stable").reset_index(drop=True)
-            frames[kind] = part
-            write_batch_dir(target, pa.Table.from_pandas(part, schema=arrow_schema(kind), preserve_index=False))
+            cols = KIND_COLUMNS[kind]
+            sort_by = [(c, "ascending") for c in ("topic", "partition", "seq", "idx", "replica") if c in cols]
+            table = table.select(list(cols)).cast(arrow_schema(kind)).sort_by(sort_by)
+            written[kind] = table
+            write_batch_dir(target, table)
         if self.observer is not None:
-            self.observer.on_batch(frames, batch_id, self.output_dir)
+            self.observer.on_batch({kind: t.to_pandas() for kind, t in written.items()}, batch_id, self.output_dir)
         stats = BatchStats(batch_id, counts, partitions, counts["violations"], counts["quarantine"])
         self.stats.append(stats)
         if self.on_batch:

@@ -11,6 +11,7 @@ ArrayType or MapType field appears in it (pyspark 4.3.0 fails on those in state)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pyspark.sql.types import (
@@ -153,6 +154,7 @@ KIND_COLUMNS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def arrow_schema(kind: str):
     """The Parquet (Arrow) schema of one output kind, fixed so batches never disagree."""
     import pyarrow as pa
