@@ -190,7 +190,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
                                max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark,
                                compact_min_records=args.compact_min_records, observer=ExpectationsObserver(), knobs=args.knobs,
                                state_store=args.state_store)
-            print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,summary,violations,losses,errors,quarantine}}; "
+            print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,log,summary,violations,losses,errors,quarantine}}; "
                   f"read them with: replemu results {output}", flush=True)
     finally:
         spark.stop()
