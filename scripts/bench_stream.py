@@ -34,8 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from emulator import VARIANTS, Config, Replay, parse_scenario  # noqa: E402
-from emulator.steps import Elect, Fetch, Produce  # noqa: E402
+from emulator import VARIANTS, Replay, parse_scenario  # noqa: E402
 from streaming.events import scenario_rows, write_event_files  # noqa: E402
 
 
@@ -143,14 +142,14 @@ def mode_throughput(spark, args, work: Path) -> None:
 
 
 def _workload_stream(spark, work: Path, partitions: int, steps_per_batch: int, batches: int, protocol: str,
-                     seed: int, state_store: str | None = None, on_batch=None):
+                     seed: int, state_store: str | None = None):
     from scenario_io.profiles import load_profiles
     from streaming.job import run_stream
     from streaming.workload_source import workload_options
 
     options = workload_options(load_profiles()["clean"], seed, partitions, steps_per_batch, max_steps=steps_per_batch * batches)
-    return run_stream(None, work / "out", work / "ckpt", protocol, spark=spark, quiet=on_batch is None, workload=options,
-                      state_store=state_store, out=sys.stdout)
+    return run_stream(None, work / "out", work / "ckpt", protocol, spark=spark, quiet=True, workload=options,
+                      state_store=state_store)
 
 
 def mode_flat(spark, args, work: Path) -> None:
@@ -169,7 +168,7 @@ def mode_flat(spark, args, work: Path) -> None:
 def mode_state(spark, args, work: Path) -> None:
     """Few partitions, large batches: state after 10^4 and 10^6 produced records per partition."""
     from scenario_io.profiles import load_profiles
-    from emulator.workload import partition_header, step_bursts
+    from emulator.workload import step_bursts
 
     print(f"[state] clean workload, {args.state_partitions} partitions, kip320", flush=True)
     prof = load_profiles()["clean"]
@@ -178,7 +177,6 @@ def mode_state(spark, args, work: Path) -> None:
         # Steps needed for ``target`` records in partition 0 (the generator is deterministic).
         produced, steps = 0, 0
         gen = step_bursts(args.seed, 0, prof)
-        partition_header(args.seed, 0, prof)
         while produced < target:
             for step in next(gen):
                 steps += 1

@@ -92,10 +92,15 @@ class _Batch:
         self._idx: dict[tuple[str, int], int] = {}
         self._cache_json: dict[int, tuple[tuple, str]] = {}
 
-    def emit(self, kind: str, seq, **fields) -> None:
+    def _next_idx(self, kind: str, seq) -> int:
+        """The row's order among the rows of one kind emitted at one step."""
         key = (kind, -1 if seq is None else int(seq))
         idx = self._idx.get(key, 0)
         self._idx[key] = idx + 1
+        return idx
+
+    def emit(self, kind: str, seq, **fields) -> None:
+        idx = self._next_idx(kind, seq)
         fields.update(topic=self.topic, partition=self.partition, scenario=self.scenario, seq=seq, idx=idx)
         b = self.rows.block(kind, tuple(fields))
         if len(b) != len(fields) or any(name not in b for name in fields):  # a kind emitted with other fields
@@ -159,9 +164,7 @@ class _Batch:
                 self._log_row(b, seq, rid, "epoch", start, epoch, None)
 
     def _log_row(self, b, seq, replica, op, offset, epoch, value) -> None:
-        key = ("log", -1 if seq is None else int(seq))
-        idx = self._idx.get(key, 0)
-        self._idx[key] = idx + 1
+        idx = self._next_idx("log", seq)
         for name, v in (("topic", self.topic), ("partition", self.partition), ("scenario", self.scenario), ("seq", seq),
                         ("idx", idx), ("replica", replica), ("op", op), ("offset", offset), ("epoch", epoch), ("value", value)):
             b[name].append(v)

@@ -23,16 +23,14 @@ the distribution.
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from hypothesis import strategies as st
 
 from emulator import VARIANTS, Config, ProtocolVariant, Replay, Scenario, parse_scenario, run_scenario
 from emulator.replica import Role
+from emulator.variants import knob_overrides
 from emulator.steps import (
     CheckpointHw, ControllerRemove, Crash, Elect, Fetch, Flush, LeaderAndIsr, Produce, Restart, ShrinkIsr, Step, Tick,
     parse_step,
@@ -42,24 +40,12 @@ GUARDS = frozenset({"HighWatermarkSanity", "LeaderInIsr", "UniqueLeaderPerEpoch"
 
 # -- variants ---------------------------------------------------------------------------------
 
-# The knob that makes a leader re-elected with the same id forget its followers' LEOs
-# (Kip320.tla rule 3).  Kafka's code keeps them; the knob's name changed once.
-REELECTION_RESET_KNOBS = ("reset_remote_leo_on_reelection", "reset_remote_leo_on_new_epoch")
-
-
-def reelection_reset_knob() -> str:
-    names = {f.name for f in dataclasses.fields(ProtocolVariant)}
-    for knob in REELECTION_RESET_KNOBS:
-        if knob in names:
-            return knob
-    raise AttributeError(f"ProtocolVariant has none of the knobs {REELECTION_RESET_KNOBS}")
-
-
 def kip320_reelection(reset: bool) -> ProtocolVariant:
     """kip320 with the re-election rule set: ``reset`` is the TLA+ model's rule (a re-elected
-    leader counts only followers that fetched in its new epoch), else Kafka's code (it keeps the
-    remote LEOs it learned in the previous epoch)."""
-    return dataclasses.replace(VARIANTS["kip320"], **{reelection_reset_knob(): reset})
+    leader counts only followers that fetched in its new epoch, knob
+    ``reset_remote_leo_on_reelection``), else Kafka's code (it keeps the remote LEOs it learned in
+    the previous epoch)."""
+    return VARIANTS["kip320"].with_knobs({"reset_remote_leo_on_reelection": reset})
 
 
 def kip320_with_reelection_reset() -> ProtocolVariant:
@@ -70,22 +56,10 @@ def variant_of(protocol: str | ProtocolVariant) -> ProtocolVariant:
     return protocol if isinstance(protocol, ProtocolVariant) else VARIANTS[protocol]
 
 
-def knob_overrides(variant: ProtocolVariant) -> dict[str, Any]:
-    preset = VARIANTS[variant.name]
-    return {f.name: getattr(variant, f.name) for f in dataclasses.fields(variant)
-            if f.name != "name" and getattr(variant, f.name) != getattr(preset, f.name)}
-
-
 def run_variant(scenario: Scenario, protocol: str | ProtocolVariant, trace: bool = False) -> dict:
-    """``run_scenario`` under a preset or a preset with knobs changed (whichever way this build's
-    ``run_scenario`` takes them: a ``knobs`` argument or a ``ProtocolVariant``)."""
+    """``run_scenario`` under a preset, or under a preset with knobs changed."""
     variant = variant_of(protocol)
-    overrides = knob_overrides(variant)
-    if not overrides:
-        return run_scenario(scenario, variant.name, trace=trace)
-    if "knobs" in inspect.signature(run_scenario).parameters:
-        return run_scenario(scenario, variant.name, trace=trace, knobs=overrides)
-    return run_scenario(scenario, variant, trace=trace)
+    return run_scenario(scenario, variant.name, trace=trace, knobs=knob_overrides(variant))
 
 
 # -- the program builder ------------------------------------------------------------------------
@@ -552,10 +526,8 @@ def measure(scenario: Scenario, protocol: str | ProtocolVariant = "kip320") -> D
 
 
 def dropped_records(compaction) -> int:
-    """How many records a ``Replay.compact`` answer dropped (a count, or a ``Compaction``)."""
-    if compaction is None:
-        return 0
-    return compaction if isinstance(compaction, int) else len(compaction.records)
+    """How many records a ``Replay.compact`` answer dropped."""
+    return 0 if compaction is None else len(compaction.records)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from streaming.events import scenario_rows
 from streaming.job import ParquetSink, make_state_function
 from streaming.processor import COMPACT_MIN_RECORDS, process_batch
 from streaming.results import read_results
-from streaming.schemas import OUTPUT_COLUMNS, STATE_SCHEMA
+from streaming.schemas import STATE_SCHEMA
 from streaming.state_codec import from_tuple, to_tuple
 
 from conftest import BUNDLED
