@@ -109,7 +109,7 @@ def state_per_partition(spark, checkpoint: Path) -> float:
     from pyspark.sql import functions as F
 
     df = spark.read.format("statestore").load(str(checkpoint))
-    cols = [F.coalesce(F.length(F.col(f"value.groupState.{c}")), F.lit(0)) for c in ("core", "logs", "committed", "acked", "waiting")]
+    cols = [F.coalesce(F.length(F.col(f"value.groupState.{c}")), F.lit(0)) for c in ("core", "waiting")]
     row = df.select(sum(cols[1:], cols[0]).alias("bytes")).agg(F.avg("bytes").alias("mean")).collect()[0]
     return float(row["mean"] or 0)
 

@@ -86,12 +86,15 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
         events = []
         if not state.hasTimedOut:
             for pdf in pdfs:  # Spark may split one group over several frames, in any order
-                raws = pdf[CORRUPT_COLUMN] if CORRUPT_COLUMN in pdf else [None] * len(pdf)
-                for seq, type_, args, raw in zip(pdf["seq"], pdf["type"], pdf["args"], raws):
+                n = len(pdf)
+                raws = pdf[CORRUPT_COLUMN].tolist() if CORRUPT_COLUMN in pdf else [None] * n
+                for seq, type_, args, raw in zip(pdf["seq"].tolist(), pdf["type"].tolist(), pdf["args"].tolist(), raws):
                     events.append({
                         "topic": topic, "partition": partition,
-                        "seq": None if seq is None or pd.isna(seq) else int(seq),
-                        "type": type_, "args": args, "raw": raw,
+                        "seq": seq if type(seq) is int else (None if pd.isna(seq) else int(seq)),
+                        "type": None if type_ is None or type_ is pd.NA else type_,
+                        "args": None if args is None or args is pd.NA else args,
+                        "raw": None if raw is None or raw is pd.NA else raw,
                     })
         rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut,
                                                  compact_min_records=compact_min_records, knobs=knobs)
@@ -99,11 +102,8 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
             state.update(to_tuple(new_state))
             if waiting and gap_timeout_ms is not None:
                 state.setTimeoutDuration(gap_timeout_ms)
-        if len(rows):  # one row per kind, its rows as an Arrow IPC table
-            payloads = rows.payloads()
-            yield pd.DataFrame({"kind": [k for k, _, _ in payloads], "topic": [topic] * len(payloads),
-                                "partition": [partition] * len(payloads), "rows": [n for _, n, _ in payloads],
-                                "payload": [b for _, _, b in payloads]})
+        if len(rows):  # one row: every kind's rows in one payload
+            yield pd.DataFrame({"topic": [topic], "partition": [partition], "rows": [len(rows)], "payload": [rows.payload()]})
 
     return step_partition
 
@@ -144,16 +144,11 @@ class ParquetSink:
             self.observer.finish(self.output_dir)
 
     def __call__(self, df, batch_id: int) -> None:
-        import pyarrow as pa
+        from streaming.processor import tables_from_payloads
 
-        tables: dict[str, list] = {}
-        touched = set()
-        for row in df.collect():  # a few rows per partition: each kind's rows as Arrow IPC
-            tables.setdefault(row["kind"], []).append(pa.ipc.open_stream(pa.py_buffer(bytes(row["payload"]))).read_all())
-            if row["kind"] != "quarantine":
-                touched.add((row["topic"], row["partition"]))
-        frames = {kind: pa.concat_tables(parts) for kind, parts in tables.items()}
-        self.write(frames, batch_id, len(touched))
+        # One row per partition: its rows of every kind in one payload.
+        tables, partitions = tables_from_payloads(row["payload"] for row in df.select("payload").collect())
+        self.write(tables, batch_id, partitions)
 
     def write(self, tables: dict[str, Any], batch_id: int, partitions: int) -> None:
         """Write each kind's rows (Arrow tables) of batch ``batch_id``, sorted; run the observer.

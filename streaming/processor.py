@@ -19,7 +19,7 @@ from emulator.run import Replay, effective_variant
 from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
 
-from .schemas import HEADER_TYPE, OUTPUT_COLUMNS, arrow_schema
+from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, arrow_schema
 from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
 
 
@@ -27,14 +27,21 @@ def _raw(event: dict) -> str:
     return json.dumps({k: event.get(k) for k in ("topic", "partition", "seq", "type", "args")}, default=str)
 
 
+# Columns every row of a group shares: kept once per group, filled in when rows are read.
+GROUP_CONSTANTS = ("topic", "partition", "scenario")
+
+
 class OutputRows:
     """One group's output rows, kept column-wise per kind (``OUTPUT_SCHEMA`` columns).
 
-    ``columns()`` gives every output column as a list (None where a kind has no such column),
-    ready for a pandas frame; iterating gives the rows as dicts, kind by kind in emission order.
+    The group's constants (``topic``, ``partition``, ``scenario``) are held once, not per row.
+    ``payload()`` is what the state function hands Spark (see ``decode_payload``); ``columns()``
+    gives every output column as a list (None where a kind has no such column); iterating gives
+    the rows as dicts, kind by kind in emission order.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, topic=None, partition=None, scenario=None) -> None:
+        self.topic, self.partition, self.scenario = topic, partition, scenario
         self.blocks: dict[str, dict[str, list]] = {}
         self.counts: dict[str, int] = {}
 
@@ -48,13 +55,23 @@ class OutputRows:
     def __len__(self) -> int:
         return sum(self.counts.values())
 
+    def kind_columns(self, kind: str) -> dict[str, list]:
+        """One kind's ``KIND_COLUMNS``, constants filled in."""
+        n, b = self.counts[kind], self.blocks[kind]
+        const = {"topic": self.topic, "partition": self.partition, "scenario": self.scenario}
+        return {c: [const[c]] * n if c in const else b.get(c, [None] * n) for c in KIND_COLUMNS[kind]}
+
     def columns(self) -> dict[str, list]:
         out: dict[str, list] = {c: [] for c in OUTPUT_COLUMNS}
+        const = {"topic": self.topic, "partition": self.partition, "scenario": self.scenario}
         for kind, b in self.blocks.items():
             n = self.counts[kind]
             out["kind"].extend([kind] * n)
             for c in OUTPUT_COLUMNS[1:]:
-                out[c].extend(b[c] if c in b else [None] * n)
+                if c in const and c in KIND_COLUMNS[kind]:
+                    out[c].extend([const[c]] * n)
+                else:
+                    out[c].extend(b[c] if c in b else [None] * n)
         return out
 
     def __iter__(self):
@@ -62,24 +79,48 @@ class OutputRows:
         for i in range(len(self)):
             yield {c: cols[c][i] for c in OUTPUT_COLUMNS}
 
-    def payloads(self) -> list[tuple[str, int, bytes]]:
-        """``(kind, rows, Arrow IPC stream)`` per kind: the kind's columns (``KIND_COLUMNS``)."""
-        import pyarrow as pa
-
-        out = []
+    def payload(self) -> bytes:
+        """The group's rows as one UTF-8 JSON object: ``{"topic", "partition", "scenario",
+        "kinds": {kind: {"rows": n, "columns": {column: [value, ...]}}}}``, each kind's columns
+        its ``KIND_COLUMNS`` without the group constants. One C-encoded string per group is far
+        cheaper to build than an Arrow table per kind; the sink turns a whole micro-batch into
+        Arrow at once (``tables_from_payloads``)."""
+        kinds = {}
         for kind, b in self.blocks.items():
-            schema = arrow_schema(kind)
             n = self.counts[kind]
-            arrays = [pa.array(b[f.name] if f.name in b else [None] * n, f.type) for f in schema]
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, schema) as writer:
-                writer.write_batch(pa.record_batch(arrays, schema=schema))
-            out.append((kind, n, sink.getvalue().to_pybytes()))
-        return out
+            kinds[kind] = {"rows": n, "columns": {c: b.get(c, [None] * n) for c in KIND_COLUMNS[kind] if c not in GROUP_CONSTANTS}}
+        return json.dumps({"topic": self.topic, "partition": self.partition, "scenario": self.scenario, "kinds": kinds},
+                          separators=(",", ":")).encode("utf-8")
 
 
-_LOG = ("topic", "partition", "scenario", "seq", "idx", "replica", "op", "offset", "epoch", "value")
-_TIMELINE = ("topic", "partition", "scenario", "seq", "idx", "event", "replica", "role", "alive", "halted", "leader_epoch",
+def tables_from_payloads(payloads: Iterable[bytes]) -> tuple[dict[str, Any], int]:
+    """Many groups' payloads (``OutputRows.payload``) -> one Arrow table per kind (``arrow_schema``),
+    rows in payload order, and how many partitions had rows other than quarantine."""
+    import pyarrow as pa
+
+    cols: dict[str, dict[str, list]] = {}
+    touched = set()
+    for raw in payloads:
+        doc = json.loads(bytes(raw).decode("utf-8"))
+        const = {"topic": doc["topic"], "partition": doc["partition"], "scenario": doc["scenario"]}
+        if any(kind != "quarantine" for kind in doc["kinds"]):
+            touched.add((doc["topic"], doc["partition"]))
+        for kind, part in doc["kinds"].items():
+            n = part["rows"]
+            target = cols.get(kind)
+            if target is None:
+                target = cols[kind] = {c: [] for c in KIND_COLUMNS[kind]}
+            for c in KIND_COLUMNS[kind]:
+                target[c].extend([const[c]] * n if c in const else part["columns"][c])
+    tables = {}
+    for kind, c in cols.items():
+        schema = arrow_schema(kind)
+        tables[kind] = pa.table([pa.array(c[f.name], f.type) for f in schema], schema=schema)
+    return tables, len(touched)
+
+
+_LOG = ("seq", "idx", "replica", "op", "offset", "epoch", "value")
+_TIMELINE = ("seq", "idx", "event", "replica", "role", "alive", "halted", "leader_epoch",
              "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr")
 
 
@@ -87,10 +128,19 @@ class _Batch:
     """One group's outputs, in emission order within each kind."""
 
     def __init__(self, topic, partition, scenario):
-        self.topic, self.partition, self.scenario = topic, partition, scenario
-        self.rows = OutputRows()
+        self.rows = OutputRows(topic, partition, scenario)
         self._idx: dict[tuple[str, int], int] = {}
         self._cache_json: dict[int, tuple[tuple, str]] = {}
+        self._lists: dict[tuple, str] = {}
+        self._objects: dict[tuple, str] = {}
+
+    @property
+    def scenario(self):
+        return self.rows.scenario
+
+    @scenario.setter
+    def scenario(self, name) -> None:
+        self.rows.scenario = name
 
     def _next_idx(self, kind: str, seq) -> int:
         """The row's order among the rows of one kind emitted at one step."""
@@ -101,7 +151,7 @@ class _Batch:
 
     def emit(self, kind: str, seq, **fields) -> None:
         idx = self._next_idx(kind, seq)
-        fields.update(topic=self.topic, partition=self.partition, scenario=self.scenario, seq=seq, idx=idx)
+        fields.update(seq=seq, idx=idx)
         b = self.rows.block(kind, tuple(fields))
         if len(b) != len(fields) or any(name not in b for name in fields):  # a kind emitted with other fields
             for name in fields:
@@ -117,15 +167,14 @@ class _Batch:
         """One timeline row per replica after a step, appended column by column."""
         b = self.rows.block("timeline", _TIMELINE)
         c = p.controller
-        isr = json.dumps(sorted(c.isr))
+        n = len(p.replicas)
+        isr = self._json(tuple(sorted(c.isr)))
+        for column, value in (("seq", seq), ("event", description), ("leader", c.leader),
+                              ("controller_epoch", c.leader_epoch), ("isr", isr)):
+            b[column].extend([value] * n)
         for position, rid in enumerate(sorted(p.replicas)):
             r = p.replicas[rid]
-            b["topic"].append(self.topic)
-            b["partition"].append(self.partition)
-            b["scenario"].append(self.scenario)
-            b["seq"].append(seq)
             b["idx"].append(position)
-            b["event"].append(description)
             b["replica"].append(rid)
             b["role"].append(r.role.value)
             b["alive"].append(r.alive)
@@ -133,13 +182,9 @@ class _Batch:
             b["leader_epoch"].append(r.leader_epoch)
             b["leo"].append(r.leo)
             b["hw"].append(r.hw)
-            b["remote_leo"].append(
-                json.dumps({str(f): v for f, v in sorted(r.leadership.remote_leo.items())}) if r.presumes_leadership else None)
+            b["remote_leo"].append(self._remote_leo(r.leadership.remote_leo) if r.presumes_leadership else None)
             b["epoch_cache"].append(self._cache(r))
-            b["leader"].append(c.leader)
-            b["controller_epoch"].append(c.leader_epoch)
-            b["isr"].append(isr)
-        self.rows.counts["timeline"] += len(p.replicas)
+        self.rows.counts["timeline"] += n
 
     def log_changes(self, p, seq, effects) -> None:
         """The step's log changes as rows: one per appended record, one per truncation
@@ -165,10 +210,25 @@ class _Batch:
 
     def _log_row(self, b, seq, replica, op, offset, epoch, value) -> None:
         idx = self._next_idx("log", seq)
-        for name, v in (("topic", self.topic), ("partition", self.partition), ("scenario", self.scenario), ("seq", seq),
-                        ("idx", idx), ("replica", replica), ("op", op), ("offset", offset), ("epoch", epoch), ("value", value)):
+        for name, v in (("seq", seq), ("idx", idx), ("replica", replica), ("op", op), ("offset", offset), ("epoch", epoch),
+                        ("value", value)):
             b[name].append(v)
         self.rows.counts["log"] += 1
+
+    def _json(self, value: tuple) -> str:
+        """A small list as JSON, encoded once per batch."""
+        known = self._lists.get(value)
+        if known is None:
+            known = self._lists[value] = json.dumps(list(value))
+        return known
+
+    def _remote_leo(self, remote_leo: dict[int, int]) -> str:
+        """A leader's remote LEOs as a JSON object keyed by replica id, encoded once per value."""
+        key = tuple(sorted(remote_leo.items()))
+        known = self._objects.get(key)
+        if known is None:
+            known = self._objects[key] = json.dumps({str(f): v for f, v in key})
+        return known
 
     def _cache(self, r) -> str:
         """The replica's epoch cache as JSON, re-encoded only when it changed."""

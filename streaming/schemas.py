@@ -62,7 +62,7 @@ def events_markdown() -> str:
 CORRUPT_COLUMN = "_corrupt_record"
 EVENT_SCHEMA_WITH_CORRUPT = StructType(EVENT_SCHEMA.fields + [StructField(CORRUPT_COLUMN, StringType())])
 
-STATE_SCHEMA_VERSION = 1
+STATE_SCHEMA_VERSION = 2  # 2: one JSON document in ``core`` (logs inline)
 STATE_SCHEMA = StructType([
     StructField("state_version", IntegerType()),
     StructField("protocol", StringType()),
@@ -75,10 +75,7 @@ STATE_SCHEMA = StructType([
     StructField("violated", StringType()),  # comma-separated invariant names
     StructField("gap_reported_seq", LongType()),
     StructField("waiting", BinaryType()),  # JSON: rows that arrived ahead of a gap
-    StructField("core", BinaryType()),  # JSON: the partition document without its big arrays
-    StructField("logs", BinaryType()),  # Arrow IPC: replica, epoch, value
-    StructField("committed", BinaryType()),  # Arrow IPC: epoch, value
-    StructField("acked", BinaryType()),  # Arrow IPC: offset, epoch, value, step, holders, lost_by_power
+    StructField("core", BinaryType()),  # JSON: the partition document (emulator.state), logs = the window
 ])
 
 OUTPUT_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors", "quarantine")
@@ -130,14 +127,13 @@ OUTPUT_SCHEMA = StructType([
 ])
 OUTPUT_COLUMNS = tuple(f.name for f in OUTPUT_SCHEMA.fields)
 
-# What the state function hands Spark: one row per (partition, kind) with that kind's rows as an
-# Arrow IPC stream (schema ``arrow_schema(kind)``) — a few wide binary rows instead of tens of
-# thousands of mostly-null multiplexed rows crossing Python -> JVM -> Python.
+# What the state function hands Spark: one row per partition and micro-batch, its output rows of
+# every kind as one JSON payload (``streaming.processor.OutputRows.payload``) — one binary value
+# instead of tens of thousands of mostly-null multiplexed rows crossing Python -> JVM -> Python.
 GROUP_OUTPUT_SCHEMA = StructType([
-    StructField("kind", StringType()),
     StructField("topic", StringType()),
     StructField("partition", IntegerType()),
-    StructField("rows", LongType()),
+    StructField("rows", LongType()),  # output rows in the payload, all kinds
     StructField("payload", BinaryType()),
 ])
 

@@ -64,13 +64,11 @@ class Feed:
 
 
 def rows_of_payloads(frame) -> list[dict]:
-    """The state function's output (one row per kind, an Arrow IPC payload each) as row dicts."""
-    import pyarrow as pa
+    """The state function's output (one row per partition, every kind in one payload) as row dicts."""
+    from streaming.processor import tables_from_payloads
 
-    rows = []
-    for kind, payload in zip(frame["kind"], frame["payload"]):
-        rows += [{"kind": kind, **r} for r in pa.ipc.open_stream(pa.py_buffer(payload)).read_all().to_pylist()]
-    return rows
+    tables, _ = tables_from_payloads(frame["payload"])
+    return [{"kind": kind, **r} for kind, t in tables.items() for r in t.to_pylist()]
 
 
 def tables_of(rows: list[dict]) -> dict:

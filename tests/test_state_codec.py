@@ -1,9 +1,9 @@
 """The Spark state row of a partition (``streaming.state_codec``): packed, unpacked, decoded, and
 refused when another version wrote it.
 
-A partition's replay is packed into the binary fields ``core`` / ``logs`` / ``committed`` /
-``acked`` after every micro-batch and unpacked before the next; a replay continued after that
-round trip must be indistinguishable from one that never left memory.
+A partition's replay is packed into the binary field ``core`` after every micro-batch and
+unpacked before the next; a replay continued after that round trip must be indistinguishable
+from one that never left memory.
 """
 
 import dataclasses
@@ -28,7 +28,7 @@ from generators import deep_scenario, kip320_with_reelection_reset
 
 DEEP = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                        HealthCheck.large_base_example])
-BINARY = ("core", "logs", "committed", "acked")
+BINARY = ("core",)
 CONFIG = Config(min_insync_replicas=2, acks="all")
 
 
