@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from .triggers import Trigger, parse_trigger
 
@@ -69,33 +69,53 @@ STATE_STORES = {
 STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 
 
+def group_key(key: tuple) -> tuple[str | None, int | None]:
+    """Spark's grouping key ``(topic, partition)`` as Python values (None where unreadable)."""
+    import pandas as pd
+
+    topic = None if key[0] is None else str(key[0])
+    partition = None if key[1] is None or pd.isna(key[1]) else int(key[1])
+    return topic, partition
+
+
+def events_from_frames(topic, partition, pdfs: Iterable) -> list[dict]:
+    """One group's event rows (Spark may split a group over several frames, in any order)."""
+    import pandas as pd
+
+    from streaming.schemas import CORRUPT_COLUMN
+
+    events = []
+    for pdf in pdfs:
+        raws = pdf[CORRUPT_COLUMN].tolist() if CORRUPT_COLUMN in pdf else [None] * len(pdf)
+        for seq, type_, args, raw in zip(pdf["seq"].tolist(), pdf["type"].tolist(), pdf["args"].tolist(), raws):
+            events.append({
+                "topic": topic, "partition": partition,
+                "seq": seq if type(seq) is int else (None if pd.isna(seq) else int(seq)),
+                "type": None if type_ is None or type_ is pd.NA else type_,
+                "args": None if args is None or args is pd.NA else args,
+                "raw": None if raw is None or raw is pd.NA else raw,
+            })
+    return events
+
+
+def output_frame(topic, partition, rows):
+    """A group's output rows as the one-row frame of ``GROUP_OUTPUT_SCHEMA``."""
+    import pandas as pd
+
+    return pd.DataFrame({"topic": [topic], "partition": [partition], "rows": [len(rows)], "payload": [rows.payload()]})
+
+
 def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_records: int,
                         knobs: dict[str, Any] | None = None) -> Callable:
     """The ``applyInPandasWithState`` function: one group's frames -> output frames."""
 
     def step_partition(key: tuple, pdfs: Iterator, state) -> Iterator:
-        import pandas as pd
-
         from streaming.processor import process_batch
-        from streaming.schemas import CORRUPT_COLUMN
         from streaming.state_codec import from_tuple, to_tuple
 
-        topic = None if key[0] is None else str(key[0])
-        partition = None if key[1] is None or pd.isna(key[1]) else int(key[1])
+        topic, partition = group_key(key)
         current = from_tuple(state.get) if state.exists else None
-        events = []
-        if not state.hasTimedOut:
-            for pdf in pdfs:  # Spark may split one group over several frames, in any order
-                n = len(pdf)
-                raws = pdf[CORRUPT_COLUMN].tolist() if CORRUPT_COLUMN in pdf else [None] * n
-                for seq, type_, args, raw in zip(pdf["seq"].tolist(), pdf["type"].tolist(), pdf["args"].tolist(), raws):
-                    events.append({
-                        "topic": topic, "partition": partition,
-                        "seq": seq if type(seq) is int else (None if pd.isna(seq) else int(seq)),
-                        "type": None if type_ is None or type_ is pd.NA else type_,
-                        "args": None if args is None or args is pd.NA else args,
-                        "raw": None if raw is None or raw is pd.NA else raw,
-                    })
+        events = [] if state.hasTimedOut else events_from_frames(topic, partition, pdfs)
         rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut,
                                                  compact_min_records=compact_min_records, knobs=knobs)
         if topic is not None and partition is not None:
@@ -103,7 +123,7 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
             if waiting and gap_timeout_ms is not None:
                 state.setTimeoutDuration(gap_timeout_ms)
         if len(rows):  # one row: every kind's rows in one payload
-            yield pd.DataFrame({"topic": [topic], "partition": [partition], "rows": [len(rows)], "payload": [rows.payload()]})
+            yield output_frame(topic, partition, rows)
 
     return step_partition
 
