@@ -22,8 +22,8 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
-from .partition import Partition
 from .replica import Role
+from .run import Replay
 from .scenario import Scenario, parse_partition, parse_scenario
 from .steps import parse_step
 from .variants import VARIANTS
@@ -129,6 +129,12 @@ def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) 
     }
 
 
+# The shadow replay compacts its unchangeable prefix every this many steps (as the stream does
+# after a micro-batch): without it, its epoch caches grow with history and an endless workload
+# gets slower with every election. Compaction never changes who leads, follows or is alive.
+SHADOW_COMPACT_EVERY = 4096
+
+
 def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[dict]]:
     """The partition's endless step sequence, one burst (an action and the controller's reaction)
     at a time; any prefix of it is the same whoever asks and however far."""
@@ -137,7 +143,9 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
     header = _draw_header(w, seed, partition, profile)  # the workload stream continues after it
     replicas, config, r = header["replicas"], header["config"], profile.rates
     _, assignment, parsed = parse_partition(header, "generator")
-    shadow = Partition(assignment, parsed, VARIANTS["kip320"])
+    replay = Replay(assignment, parsed, VARIANTS["kip320"])
+    shadow = replay.partition
+    next_compaction = SHADOW_COMPACT_EVERY
     late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
     emitted = produced = 0
 
@@ -146,7 +154,7 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
         burst.append(step)
         emitted += 1
         (kind, args), = step.items()
-        shadow.apply(parse_step(kind, args, tuple(replicas)))
+        replay.apply(parse_step(kind, args, tuple(replicas)))
 
     first: list[dict] = []
     emit({"elect": {}}, first)
@@ -199,6 +207,9 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
                 if f.random() < r["lost_response"]:
                     fetch["response"] = "lost"
                 emit({"fetch": fetch}, burst)
+        if emitted >= next_compaction:  # an endless stream: keep the shadow's logs and caches a window
+            replay.compact(SHADOW_COMPACT_EVERY // 4)
+            next_compaction = emitted + SHADOW_COMPACT_EVERY
         yield burst
 
 

@@ -6,10 +6,12 @@ Every mode prints the project's number next to its reference and the ratio, with
   throughput  P partitions x E events (seeded produce/fetch/election/crash mix, 3 replicas) in B
               micro-batches: events/s of (a) the core alone, (b) the streaming job, (c) a no-op
               applyInPandasWithState over the same events (Spark's floor); b/c >= 0.5, b/a >= 0.3;
-              micro-batch p50 of (b) <= 2 s (20 events per partition per batch).
+              micro-batch p50 of (b) <= 2 s (20 events per partition per batch). --tws adds (d) the
+              same job on transformWithStateInPandas (RocksDB) for comparison.
   flat        a clean workload stream (no input files) of P partitions x K steps per batch over B
               batches: mean of the last 5 batches / mean of batches 2-6 <= 1.25; state per
               partition at the end, read with Spark's statestore reader.
+  long        flat over --long-batches (300) micro-batches of --long-partitions (100).
   state       a clean workload of a few partitions in large batches until 10^4 and 10^6 records
               were produced per partition: state bytes per partition (statestore reader),
               <= 50 KB each, ratio <= 1.5.
@@ -17,7 +19,7 @@ Every mode prints the project's number next to its reference and the ratio, with
               events/s ratio (>= 1/1.5) and the peak RSS of the Spark JVM and Python workers per
               batch (flat over 10 batches).
 
-    python scripts/bench_stream.py [--mode throughput|flat|state|scale|all] [--partitions N] ...
+    python scripts/bench_stream.py [--mode throughput|flat|long|state|scale|all] [--partitions N] ...
 """
 
 from __future__ import annotations
@@ -198,9 +200,9 @@ def _workload_stream(spark, work: Path, partitions: int, steps_per_batch: int, b
                       state_store=state_store)
 
 
-def mode_flat(spark, args, work: Path) -> None:
-    p, k, n = args.partitions, args.steps_per_batch, args.flat_batches
-    print(f"[flat] clean workload, seed {args.seed}, {p} partitions x {k} steps per batch, {n} batches, {args.protocol}", flush=True)
+def _flat(spark, args, work: Path, p: int, n: int, label: str) -> None:
+    k = args.steps_per_batch
+    print(f"[{label}] clean workload, seed {args.seed}, {p} partitions x {k} steps per batch, {n} batches, {args.protocol}", flush=True)
     t0 = time.perf_counter()
     stats = _workload_stream(spark, work, p, k, n, args.protocol, args.seed)
     d = [s.duration_s for s in stats]
@@ -208,7 +210,21 @@ def mode_flat(spark, args, work: Path) -> None:
     print(f"batch seconds: first {d[0]:.2f}, batches 2-6 mean {early:.2f}, last 5 mean {late:.2f}, p50 {statistics.median(d[1:]):.2f}")
     print(f"late/early = {late / early:.2f} (target <= 1.25: {verdict(late / early <= 1.25)}); {p * k * n / (time.perf_counter() - t0):,.0f} "
           f"events/s wall; state {state_per_partition(spark, work / 'ckpt') / 1024:.1f} KiB per partition (statestore reader)", flush=True)
-    print("per-batch seconds: " + " ".join(f"{x:.1f}" for x in d), flush=True)
+    if n <= 30:
+        print("per-batch seconds: " + " ".join(f"{x:.1f}" for x in d), flush=True)
+    else:  # the mean of every tenth of the run
+        tenth = n // 10
+        print("per-batch seconds, mean of each tenth of the run: "
+              + " ".join(f"{statistics.mean(d[i:i + tenth]):.2f}" for i in range(0, tenth * 10, tenth)), flush=True)
+
+
+def mode_flat(spark, args, work: Path) -> None:
+    _flat(spark, args, work, args.partitions, args.flat_batches, "flat")
+
+
+def mode_long(spark, args, work: Path) -> None:
+    """The flat criterion over a long run: --long-batches (300) of --long-partitions (100)."""
+    _flat(spark, args, work, args.long_partitions, args.long_batches, "long")
 
 
 def mode_state(spark, args, work: Path) -> None:
@@ -328,12 +344,14 @@ def mode_scale(spark, args, work: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", default="throughput", choices=("throughput", "flat", "state", "scale", "all"))
+    ap.add_argument("--mode", default="throughput", choices=("throughput", "flat", "long", "state", "scale", "all"))
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--events", type=int, default=100, help="throughput: events per partition")
     ap.add_argument("--batches", type=int, default=5, help="throughput: event files = micro-batches")
     ap.add_argument("--steps-per-batch", type=int, default=20, help="flat/scale: steps per partition per batch")
-    ap.add_argument("--flat-batches", type=int, default=30, help="flat: micro-batches (300 for the long run)")
+    ap.add_argument("--flat-batches", type=int, default=30, help="flat: micro-batches")
+    ap.add_argument("--long-batches", type=int, default=300, help="long: micro-batches")
+    ap.add_argument("--long-partitions", type=int, default=100, help="long: partitions")
     ap.add_argument("--state-partitions", type=int, default=2)
     ap.add_argument("--protocol", default="kip320")
     ap.add_argument("--seed", type=int, default=1)
@@ -344,7 +362,7 @@ def main() -> int:
     spark = build_spark()
     work = Path(tempfile.mkdtemp(prefix="replemu-bench-"))
     try:
-        modes = ("throughput", "flat", "state", "scale") if args.mode == "all" else (args.mode,)
+        modes = ("throughput", "flat", "long", "state", "scale") if args.mode == "all" else (args.mode,)
         for mode in modes:
             globals()[f"mode_{mode}"](spark, args, work / mode)
             print(flush=True)
