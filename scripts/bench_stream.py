@@ -244,7 +244,7 @@ def mode_state(spark, args, work: Path) -> None:
                 steps += 1
                 if "produce" in step:
                     produced += len(step["produce"].get("values", [None]))
-        per_batch = max(1000, steps // 40)
+        per_batch = max(1000, steps // 100)  # bounded payloads: a micro-batch of ~15k steps at 10^6
         batches = -(-steps // per_batch)
         sub = work / f"state-{target}"
         t0 = time.perf_counter()

@@ -258,10 +258,12 @@ def parse_header(args_json: str):
                            source="header")
 
 
-# Compaction runs after every micro-batch once the stable prefix holds this many records beyond
-# the last compaction: the state keeps a window of about this size plus the records in flight.
-# Scenario-sized partitions stay below it, so even an explicit flush to an early offset (clamped
-# at a compacted prefix, BELOW_COMPACTED_PREFIX) replays as ``replemu run`` does.
+# Compaction runs after every step once the stable prefix holds this many records beyond the last
+# compaction: the state keeps a window of at most this size plus the records in flight, inside a
+# large micro-batch too. Compacting at steps, not at batch ends, makes every output row (the
+# timeline's epoch caches, the ``epoch`` log rows) the same however the stream is cut into
+# micro-batches. Scenario-sized partitions stay below it, so even an explicit flush to an early
+# offset (clamped at a compacted prefix, BELOW_COMPACTED_PREFIX) replays as ``replemu run`` does.
 COMPACT_MIN_RECORDS = 256
 
 
@@ -343,12 +345,12 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         _apply(replay, step, int(seq), batch)
         st["steps_applied"] += 1
         applied += 1
+        compaction = replay.compact(compact_min_records)
+        if compaction is not None and compaction.cold_cache:
+            batch.cold_cache(int(seq), compaction.cold_cache)
 
     if replay is not None:
         p, g = replay.partition, replay.checker
-        compaction = replay.compact(compact_min_records)
-        if compaction is not None and compaction.cold_cache:
-            batch.cold_cache(st["steps_applied"], compaction.cold_cache)
         st.update(pack_replay(replay))
         st["controller_leader"] = p.controller.leader
         st["controller_epoch"] = p.controller.leader_epoch

@@ -197,7 +197,7 @@ def test_the_state_function_takes_a_group_in_several_frames_in_any_order(tmp_pat
 def test_deep_scenarios_split_anywhere_and_compacted_read_back_as_replemu_run(tmp_path_factory, scenario, protocol,
                                                                              cuts, compact_min_records):
     """Deep programs (leader changes, truncations, long runs) cut into micro-batches at drawn
-    points, compacting after every batch (threshold 1) or not: the rows read back as the result
+    points, compacting after every step (threshold 1) or past 256 records: the rows read back as the result
     of `replemu run` (logs rebuilt from the log rows, epoch-cache entries compaction dropped
     put back)."""
     events = events_of(scenario)
@@ -209,11 +209,10 @@ def test_deep_scenarios_split_anywhere_and_compacted_read_back_as_replemu_run(tm
     assert not any(e["error"] == "BELOW_COMPACTED_PREFIX" for rows in feed.calls for e in of_kind(rows, "errors"))
     got = results_of(feed.calls, tmp_path_factory.mktemp("deep"), protocol)
     assert got == [expected]
-    # the state compacted exactly what the core compacts at the same batch boundaries
+    # the state compacted exactly what the core compacts after every step, wherever the batches end
     replay = Replay(scenario.replicas, scenario.config, VARIANTS[protocol])
-    for lo, hi in zip(bounds, bounds[1:]):
-        for step in scenario.steps[max(lo - 1, 0):hi - 1]:
-            replay.apply(step)
+    for step in scenario.steps:
+        replay.apply(step)
         replay.compact(compact_min_records)
     assert json.loads(feed.state["core"])["compacted_offset"] == replay.partition.compacted_offset
 
@@ -229,7 +228,7 @@ def steady_scenario(records: int):
     return parse_scenario({"name": "steady", "replicas": [1, 2, 3], "steps": steps})
 
 
-def test_a_long_partition_is_compacted_between_batches_and_still_reads_back_whole(tmp_path):
+def test_a_long_partition_is_compacted_and_still_reads_back_whole(tmp_path):
     """Past the default threshold the state keeps a window, not the whole log; the output rows
     still give back every record (the log rows) and the result of `replemu run`."""
     scenario = steady_scenario(2400)
@@ -246,6 +245,30 @@ def test_a_long_partition_is_compacted_between_batches_and_still_reads_back_whol
     assert max(sizes["compacted"]) < sizes["whole"][-1] / 4, sizes  # a window, not the whole log
     assert results_of(feed.calls, tmp_path / "c", "kip320") == results_of(feeds["whole"].calls, tmp_path / "w", "kip320") \
         == [run_scenario(scenario, "kip320")]
+
+
+def test_a_compacting_partition_gives_the_same_rows_however_the_stream_is_cut():
+    """Compaction runs at steps, not at batch ends: the timeline (epoch caches included), log and
+    epoch rows of a long partition are the same in 1, 3 or 16 micro-batches (only the per-batch
+    summaries differ)."""
+    steps = []
+    for election in range(40):  # a new leader epoch every 60 records: epoch-cache entries go cold
+        steps.append({"elect": {}})
+        for i in range(15):
+            steps += [{"produce": {"values": [f"e{election}-{i}-{k}" for k in range(4)]}}, {"fetch": {"replica": 2}},
+                      {"fetch": {"replica": 3}}, {"fetch": {"replica": 2}}, {"fetch": {"replica": 3}}]
+    scenario = parse_scenario({"name": "epochs", "replicas": [1, 2, 3], "steps": steps})
+    events = events_of(scenario)
+    streams = []
+    for parts in (1, 3, 16):
+        feed = Feed("kip320", compact_min_records=64)
+        for k in range(parts):
+            feed(events[k * len(events) // parts:(k + 1) * len(events) // parts])
+        streams.append({kind: [r for rows in feed.calls for r in of_kind(rows, kind)]
+                        for kind in ("timeline", "log", "violations", "losses", "errors", "quarantine")})
+    assert json.loads(feed.state["core"])["compacted_offset"] > 2000
+    assert sum(r["op"] == "epoch" for r in streams[0]["log"]) > 30
+    assert streams[0] == streams[1] == streams[2]
 
 
 def test_an_ack_still_waiting_across_the_compacted_prefix_is_sent_later(tmp_path):
