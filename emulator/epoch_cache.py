@@ -20,6 +20,7 @@ answers a request below the first cached epoch with ``(requested, first start)``
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -38,16 +39,26 @@ class EpochEntry:
     start_offset: int
 
 
+def _epoch(entry: "EpochEntry") -> int:
+    return entry.epoch
+
+
 class LeaderEpochCache:
     """A replica's list of ``EpochEntry``, strictly increasing in epoch and start offset."""
 
-    __slots__ = ("semantics", "_entries")
+    __slots__ = ("semantics", "_entries", "_ordered")
 
     def __init__(self, semantics: str, entries: Iterable[tuple[int, int]] = ()) -> None:
         if semantics not in CACHE_SEMANTICS:
             raise ValueError(f"unknown epoch-cache semantics {semantics!r}")
         self.semantics = semantics
         self._entries: list[EpochEntry] = [EpochEntry(e, s) for e, s in entries]
+        # Every write keeps epochs strictly increasing and starts non-decreasing (v0 may append
+        # a new epoch at the latest start); a cache built that way answers from its end and by
+        # bisection, in time independent of its length. One read from a file that is not ordered
+        # is served by full scans, exactly as written.
+        self._ordered = all(a.epoch < b.epoch and a.start_offset <= b.start_offset
+                            for a, b in zip(self._entries, self._entries[1:]))
 
     # -- reading ------------------------------------------------------------------------
 
@@ -69,6 +80,7 @@ class LeaderEpochCache:
     def copy(self) -> "LeaderEpochCache":
         clone = LeaderEpochCache(self.semantics)
         clone._entries = list(self._entries)
+        clone._ordered = self._ordered
         return clone
 
     # -- the single write path ----------------------------------------------------------
@@ -91,9 +103,14 @@ class LeaderEpochCache:
             return False
         if latest is not None and latest.epoch == epoch and start_offset >= latest.start_offset:
             return False
-        self._entries = [
-            e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset
-        ]
+        if self._ordered:  # the entries kept are a prefix
+            entries = self._entries
+            while entries and (entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset):
+                entries.pop()
+        else:
+            self._entries = [
+                e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset
+            ]
         self._entries.append(EpochEntry(epoch, start_offset))
         return True
 
@@ -103,6 +120,11 @@ class LeaderEpochCache:
         Exclusive of ``end_offset``: ``[(2,6),(3,8),(4,11)]`` truncated from the end at 8 keeps
         ``[(2,6)]``; at 9 it keeps ``[(2,6),(3,8)]``.  Returns True if anything was dropped.
         """
+        if self._ordered:  # the entries kept are a prefix
+            entries, before = self._entries, len(self._entries)
+            while entries and entries[-1].start_offset >= end_offset:
+                entries.pop()
+            return len(entries) != before
         kept = [e for e in self._entries if e.start_offset < end_offset]
         changed = len(kept) != len(self._entries)
         self._entries = kept
@@ -162,10 +184,10 @@ class LeaderEpochCache:
         # this answers the LEO: the hole KIP-279 closed.
         if requested == self.latest_epoch():
             return log_end_offset
-        subsequent = [e for e in self._entries if e.epoch > requested]
-        if not subsequent or requested < self._entries[0].epoch:
+        _, higher = self._around(requested)
+        if higher is None or requested < self._entries[0].epoch:
             return UNDEFINED_EPOCH_OFFSET
-        return subsequent[0].start_offset
+        return higher.start_offset
 
     def _end_offset_v1(self, requested: int, log_end_offset: int) -> tuple[int, int]:
         # KIP-279 (commit 9679c44): the follower iterates on the epoch it is given back.
@@ -174,11 +196,10 @@ class LeaderEpochCache:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         if requested == self.latest_epoch():
             return requested, log_end_offset
-        subsequent = [e for e in self._entries if e.epoch > requested]
-        if not subsequent or requested < self._entries[0].epoch:
+        floor, higher = self._around(requested)
+        if higher is None or requested < self._entries[0].epoch:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        previous = [e for e in self._entries if e.epoch <= requested]
-        return previous[-1].epoch, subsequent[0].start_offset
+        return floor.epoch, higher.start_offset
 
     def _end_offset_v2(self, requested: int, log_end_offset: int) -> tuple[int, int]:
         # 2.1+ / HEAD LeaderEpochFileCache.endOffsetFor.
@@ -186,12 +207,20 @@ class LeaderEpochCache:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         if self._entries and requested == self._entries[-1].epoch:
             return requested, log_end_offset
-        higher = next((e for e in self._entries if e.epoch > requested), None)
+        floor, higher = self._around(requested)
         if higher is None:
             # The requested epoch is above every epoch this replica knows.
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        floor = [e for e in self._entries if e.epoch <= requested]
-        if not floor:
+        if floor is None:
             # The requested epoch is older than anything cached (e.g. after log-start truncation).
             return requested, higher.start_offset
-        return floor[-1].epoch, higher.start_offset
+        return floor.epoch, higher.start_offset
+
+    def _around(self, requested: int) -> tuple[EpochEntry | None, EpochEntry | None]:
+        """The last entry with epoch ``<= requested`` and the first with epoch ``> requested``."""
+        if self._ordered:
+            i = bisect_right(self._entries, requested, key=_epoch)
+            return (self._entries[i - 1] if i else None), (self._entries[i] if i < len(self._entries) else None)
+        floor = [e for e in self._entries if e.epoch <= requested]
+        higher = next((e for e in self._entries if e.epoch > requested), None)
+        return (floor[-1] if floor else None), higher

@@ -8,8 +8,13 @@ executors on any host need no files), ``partitions`` (N generated partitions),
 Offsets are micro-batch numbers: batch b holds seq ``b*S+1 .. (b+1)*S`` of every partition (batch 0
 also the header rows), computed only from (seed, profile, partition, b), so the same seed gives the
 same events whatever the trigger and however often the query restarts from its checkpoint.  The
-generator is incremental (``emulator.workload.step_bursts``); a worker keeps each partition's
-generator between batches and regenerates the prefix after a worker restart.
+generator is incremental (``emulator.workload.step_bursts``) and runs where the reader plans a
+micro-batch (``partitions``: Spark's one long-lived source process per query, on the driver), which
+keeps each partition's generator between batches; the planned partitions carry the generated
+rows to the executors. (Generating in ``read`` on the executors looked cheaper, but a task lands
+on whichever Python worker is free, and a worker that had not served the partition before had to
+regenerate its whole history: per-batch time grew with the length of the run.) After a restart
+the prefix is regenerated once.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from .schemas import EVENT_DDL, HEADER_TYPE
 
 PARTITIONS_PER_TASK = 64
 
-# Per worker process: (seed, profile spec, k) -> [bursts, buffered steps, seq before the first buffered one]
+# Per process (the query's source process): (seed, profile spec, k) -> [bursts, buffered steps, seq before the first buffered one]
 _GENERATORS: dict[tuple, list] = {}
 
 
@@ -44,9 +49,9 @@ def _profile(name: str, spec: str) -> Profile:
 def _steps(seed: int, profile: Profile, spec: str, k: int, first: int, last: int) -> list[dict]:
     """Steps ``first..last`` (seq numbers) of generated partition ``k``.
 
-    A worker keeps each partition's generator and only the steps from the batch it last served
-    on (batches move forward, so an endless stream holds a bounded buffer); a request for an
-    earlier batch (a replay after a restart) regenerates the prefix.
+    The process keeps each partition's generator and only the steps from the batch it last
+    served on (batches move forward, so an endless stream holds a bounded buffer); a request for
+    an earlier batch (a replay after a restart) regenerates the prefix.
     """
     if last < first:
         return []
@@ -113,28 +118,32 @@ class WorkloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return None if last is None else {"batch": last}
 
     def partitions(self, start: dict, end: dict):
+        """The micro-batch's rows, generated here (see the module note), in tasks of
+        ``PARTITIONS_PER_TASK`` partitions."""
+        profile = _profile(self.profile, self.profile_spec)
         out = []
         for b in range(start["batch"], end["batch"]):
+            first, last = b * self.steps_per_batch + 1, (b + 1) * self.steps_per_batch
+            if self.max_steps is not None:
+                last = min(last, self.max_steps)
             for k0 in range(0, self.partitions_n, PARTITIONS_PER_TASK):
-                out.append(InputPartition(json.dumps([b, k0, min(k0 + PARTITIONS_PER_TASK, self.partitions_n)])))
+                rows = []
+                for k in range(k0, min(k0 + PARTITIONS_PER_TASK, self.partitions_n)):
+                    header = partition_header(self.seed, k, profile)
+                    topic = header["topic"]
+                    if b == 0:
+                        args = {"scenario": header["name"], "replicas": header["replicas"], "config": header["config"]}
+                        rows.append((topic, k, 0, HEADER_TYPE, json.dumps(args)))
+                    steps = _steps(self.seed, profile, self.profile_spec, k, first, last)
+                    for seq, step in enumerate(steps, start=first):
+                        (kind, args), = step.items()
+                        rows.append((topic, k, seq, kind, json.dumps(args)))
+                out.append(InputPartition(json.dumps(rows)))
         return out
 
     def read(self, partition) -> Iterator[tuple]:
-        b, k0, k1 = json.loads(partition.value)
-        profile = _profile(self.profile, self.profile_spec)
-        first, last = b * self.steps_per_batch + 1, (b + 1) * self.steps_per_batch
-        if self.max_steps is not None:
-            last = min(last, self.max_steps)
-        for k in range(k0, k1):
-            header = partition_header(self.seed, k, profile)
-            topic = header["topic"]
-            if b == 0:
-                args = {"scenario": header["name"], "replicas": header["replicas"], "config": header["config"]}
-                yield (topic, k, 0, HEADER_TYPE, json.dumps(args))
-            steps = _steps(self.seed, profile, self.profile_spec, k, first, last)
-            for seq, step in enumerate(steps, start=first):
-                (kind, args), = step.items()
-                yield (topic, k, seq, kind, json.dumps(args))
+        for row in json.loads(partition.value):
+            yield tuple(row)
 
     def commit(self, end: dict) -> None:
         pass
