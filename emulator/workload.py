@@ -129,10 +129,11 @@ def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) 
     }
 
 
-# The shadow replay compacts its unchangeable prefix every this many steps (as the stream does
-# after a micro-batch): without it, its epoch caches grow with history and an endless workload
-# gets slower with every election. Compaction never changes who leads, follows or is alive.
-SHADOW_COMPACT_EVERY = 4096
+# The shadow replay compacts its unchangeable prefix every this many steps (once a quarter of that
+# many records are stable), as the stream does: without it, its logs and epoch caches grow with
+# history, and an endless workload gets slower with every election and holds every record of
+# every partition in the source's memory. Compaction never changes who leads, follows or is alive.
+SHADOW_COMPACT_EVERY = 256
 
 
 def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[dict]]:

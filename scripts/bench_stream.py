@@ -190,14 +190,14 @@ def mode_throughput(spark, args, work: Path) -> None:
 
 
 def _workload_stream(spark, work: Path, partitions: int, steps_per_batch: int, batches: int, protocol: str,
-                     seed: int, state_store: str | None = None):
+                     seed: int, state_store: str | None = None, observer=None):
     from scenario_io.profiles import load_profiles
     from streaming.job import run_stream
     from streaming.workload_source import workload_options
 
     options = workload_options(load_profiles()["clean"], seed, partitions, steps_per_batch, max_steps=steps_per_batch * batches)
     return run_stream(None, work / "out", work / "ckpt", protocol, spark=spark, quiet=True, workload=options,
-                      state_store=state_store)
+                      state_store=state_store, observer=observer)
 
 
 def _flat(spark, args, work: Path, p: int, n: int, label: str) -> None:
@@ -286,16 +286,35 @@ class RssSampler:
                 todo.append(c)
         return out
 
+    @staticmethod
+    def _rss(pid: int) -> tuple[str, int]:
+        """(process name, RSS bytes); ("", 0) for a process that is gone."""
+        try:
+            name, rss = "", 0
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("Name:"):
+                    name = line.split()[1]
+                elif line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+            return name, rss
+        except OSError:
+            return "", 0
+
     def sample(self) -> int:
-        total = 0
+        return sum(self._rss(pid)[1] for pid in self._pids())
+
+    def split(self) -> tuple[int, int, int]:
+        """RSS now of the JVM, of the Python workers (its descendants) and of this process."""
+        import os
+
+        jvm = workers = 0
         for pid in self._pids():
-            try:
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-            except OSError:
-                pass
-        return total
+            name, rss = self._rss(pid)
+            if name == "java":
+                jvm += rss
+            else:
+                workers += rss
+        return jvm, workers, self._rss(os.getpid())[1]
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -303,14 +322,6 @@ class RssSampler:
             self.samples.append((time.perf_counter(), rss))
             self.peak = max(self.peak, rss)
             self._stop.wait(0.5)
-
-    def halves(self) -> tuple[int, int]:
-        """Peak RSS in the first and the second half of the run (flat memory: about equal)."""
-        if len(self.samples) < 2:
-            return self.peak, self.peak
-        t0, t1 = self.samples[0][0], self.samples[-1][0]
-        mid = (t0 + t1) / 2
-        return (max(r for t, r in self.samples if t <= mid), max(r for t, r in self.samples if t > mid))
 
     def start(self) -> "RssSampler":
         self._thread.start()
@@ -320,26 +331,55 @@ class RssSampler:
         self._stop.set()
 
 
+class MemoryPerBatch:
+    """A batch observer: after each micro-batch, the JVM's live heap after a full GC (the leak
+    test: RSS of a JVM only grows towards -Xmx), and the RSS of the JVM, of its Python workers
+    and of this driver process."""
+
+    def __init__(self, spark, sampler: RssSampler) -> None:
+        self.spark, self.sampler, self.rows = spark, sampler, []
+
+    def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
+        jvm = self.spark.sparkContext._jvm
+        jvm.System.gc()
+        runtime = jvm.java.lang.Runtime.getRuntime()
+        live = runtime.totalMemory() - runtime.freeMemory()
+        self.rows.append((batch_id, live, *self.sampler.split()))
+
+    def finish(self, output_dir: Path) -> None:
+        pass
+
+    def flat(self, column: int) -> tuple[float, float, bool]:
+        """Mean of batches 2-6 vs the last 5 (batch 1 carries start-up): (early, late, flat?)."""
+        xs = [r[column] for r in self.rows]
+        early, late = statistics.mean(xs[1:6]), statistics.mean(xs[-5:])
+        return early, late, late <= 1.1 * early
+
+
 def mode_scale(spark, args, work: Path) -> None:
     k, n = args.steps_per_batch, 10
     print(f"[scale] clean workload, {k} steps per partition per batch, {n} batches, RocksDB state store, {args.protocol}", flush=True)
-    rates, peaks = {}, {}
+    rates = {}
+    mib = 2 ** 20
     for partitions in (1_000, 10_000):
         sampler = RssSampler().start()
+        memory = MemoryPerBatch(spark, sampler)
         stats = _workload_stream(spark, work / f"scale-{partitions}", partitions, k, n, args.protocol, args.seed,
-                                 state_store="rocksdb")
+                                 state_store="rocksdb", observer=memory)
         sampler.stop()
         durations_ = [s.duration_s for s in stats][1:]  # the first batch carries start-up
         rates[partitions] = partitions * k * len(durations_) / sum(durations_)
-        peaks[partitions] = sampler.peak
-        first, second = sampler.halves()
         print(f"  {partitions:>6,} partitions: {rates[partitions]:,.0f} events/s (batches 2-{n}), batch p50 "
-              f"{statistics.median(durations_):.2f} s, peak RSS JVM + Python workers {sampler.peak / 2**20:,.0f} MiB "
-              f"(first half {first / 2**20:,.0f}, second half {second / 2**20:,.0f}: "
-              f"{'flat' if second <= 1.1 * first else 'GROWING'})", flush=True)
+              f"{statistics.median(durations_):.2f} s, peak RSS JVM + Python workers {sampler.peak / mib:,.0f} MiB", flush=True)
+        for column, name in ((1, "JVM live heap after GC"), (2, "JVM RSS"), (3, "Python workers RSS"), (4, "driver Python RSS")):
+            early, late, ok = memory.flat(column)
+            print(f"      {name:24} batches 2-6 mean {early / mib:7,.0f} MiB, last 5 mean {late / mib:7,.0f} MiB: "
+                  f"{'flat' if ok else 'GROWING'} (target: last 5 <= 1.1 x batches 2-6)", flush=True)
+        print("      per batch (MiB, live heap / JVM / workers / driver): " + "  ".join(
+            f"{r[1] // mib}/{r[2] // mib}/{r[3] // mib}/{r[4] // mib}" for r in memory.rows), flush=True)
     ratio = rates[1_000] / rates[10_000]
     print(f"10,000 vs 1,000 partitions: events/s {rates[10_000]:,.0f} vs {rates[1_000]:,.0f} (1,000/10,000 = {ratio:.2f}, "
-          f"target <= 1.5: {verdict(ratio <= 1.5)}); peak RSS {peaks[10_000] / 2**20:,.0f} MiB vs {peaks[1_000] / 2**20:,.0f} MiB", flush=True)
+          f"target <= 1.5: {verdict(ratio <= 1.5)})", flush=True)
 
 
 def main() -> int:
