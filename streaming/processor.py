@@ -35,7 +35,7 @@ class OutputRows:
     """One group's output rows, kept column-wise per kind (``OUTPUT_SCHEMA`` columns).
 
     The group's constants (``topic``, ``partition``, ``scenario``) are held once, not per row.
-    ``payload()`` is what the state function hands Spark (see ``decode_payload``); ``columns()``
+    ``payload()`` is what the state function hands Spark (read back by ``tables_from_payloads``); ``columns()``
     gives every output column as a list (None where a kind has no such column); iterating gives
     the rows as dicts, kind by kind in emission order.
     """
@@ -54,12 +54,6 @@ class OutputRows:
 
     def __len__(self) -> int:
         return sum(self.counts.values())
-
-    def kind_columns(self, kind: str) -> dict[str, list]:
-        """One kind's ``KIND_COLUMNS``, constants filled in."""
-        n, b = self.counts[kind], self.blocks[kind]
-        const = {"topic": self.topic, "partition": self.partition, "scenario": self.scenario}
-        return {c: [const[c]] * n if c in const else b.get(c, [None] * n) for c in KIND_COLUMNS[kind]}
 
     def columns(self) -> dict[str, list]:
         out: dict[str, list] = {c: [] for c in OUTPUT_COLUMNS}
