@@ -133,7 +133,7 @@ def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) 
 # many records are stable), as the stream does: without it, its logs and epoch caches grow with
 # history, and an endless workload gets slower with every election and holds every record of
 # every partition in the source's memory. Compaction never changes who leads, follows or is alive.
-SHADOW_COMPACT_EVERY = 256
+SHADOW_COMPACT_EVERY = 64
 
 
 def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[dict]]:
