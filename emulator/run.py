@@ -57,6 +57,13 @@ class Replay:
         violations = self.checker.observe(self.partition, outcome)
         return StepReport(outcome.step, outcome.errors, outcome.events, violations, outcome.effects)
 
+    def forget_reported(self) -> None:
+        """Drop the errors, violations and losses already handed out: a stream or a generator
+        keeps no output history (a replay for ``run_scenario`` keeps them for its result)."""
+        self.partition.errors.clear()
+        self.checker.violations.clear()
+        self.checker.losses.clear()
+
     def finish(self) -> list[dict]:
         return self.checker.finish(self.partition)
 

@@ -369,9 +369,7 @@ def _apply(replay: Replay, step, seq: int, batch: _Batch) -> None:
         batch.emit("losses", seq, at_step=loss["step"], offset=loss["offset"], value=loss["value"], acked=loss["acked"], allowed=loss["allowed"])
     for err in out.errors:
         batch.emit("errors", seq, at_step=err["step"], error=err["error"])
-    p.errors.clear()  # already emitted; the stream keeps no output history in state
-    g.violations.clear()
-    g.losses.clear()
+    replay.forget_reported()  # already emitted; the stream keeps no output history in state
 
 
 def _summary(replay: Replay, st: dict, batch: _Batch) -> None:
