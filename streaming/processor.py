@@ -55,9 +55,13 @@ class OutputRows:
     def __len__(self) -> int:
         return sum(self.counts.values())
 
+    def constants(self) -> dict[str, Any]:
+        """The ``GROUP_CONSTANTS`` of this group."""
+        return {"topic": self.topic, "partition": self.partition, "scenario": self.scenario}
+
     def columns(self) -> dict[str, list]:
         out: dict[str, list] = {c: [] for c in OUTPUT_COLUMNS}
-        const = {"topic": self.topic, "partition": self.partition, "scenario": self.scenario}
+        const = self.constants()
         for kind, b in self.blocks.items():
             n = self.counts[kind]
             out["kind"].extend([kind] * n)
@@ -83,8 +87,7 @@ class OutputRows:
         for kind, b in self.blocks.items():
             n = self.counts[kind]
             kinds[kind] = {"rows": n, "columns": {c: b.get(c, [None] * n) for c in KIND_COLUMNS[kind] if c not in GROUP_CONSTANTS}}
-        return json.dumps({"topic": self.topic, "partition": self.partition, "scenario": self.scenario, "kinds": kinds},
-                          separators=(",", ":")).encode("utf-8")
+        return json.dumps({**self.constants(), "kinds": kinds}, separators=(",", ":")).encode("utf-8")
 
 
 def tables_from_payloads(payloads: Iterable[bytes]) -> tuple[dict[str, Any], int]:
@@ -96,7 +99,7 @@ def tables_from_payloads(payloads: Iterable[bytes]) -> tuple[dict[str, Any], int
     touched = set()
     for raw in payloads:
         doc = json.loads(bytes(raw).decode("utf-8"))
-        const = {"topic": doc["topic"], "partition": doc["partition"], "scenario": doc["scenario"]}
+        const = {c: doc[c] for c in GROUP_CONSTANTS}
         if any(kind != "quarantine" for kind in doc["kinds"]):
             touched.add((doc["topic"], doc["partition"]))
         for kind, part in doc["kinds"].items():
@@ -127,14 +130,6 @@ class _Batch:
         self._cache_json: dict[int, tuple[tuple, str]] = {}
         self._lists: dict[tuple, str] = {}
         self._objects: dict[tuple, str] = {}
-
-    @property
-    def scenario(self):
-        return self.rows.scenario
-
-    @scenario.setter
-    def scenario(self, name) -> None:
-        self.rows.scenario = name
 
     def _next_idx(self, kind: str, seq) -> int:
         """The row's order among the rows of one kind emitted at one step."""
@@ -321,7 +316,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
                 st["header"] = "invalid"
                 continue
             st["scenario"], st["header"] = name, "ok"
-            batch.scenario = name
+            batch.rows.scenario = name
             replay = Replay(replicas, config, effective_variant(protocol, config, knobs))
             continue
         if st["header"] != "ok":
