@@ -15,6 +15,41 @@ class ResultFormatError(ValueError):
     pass
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_pairs(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, list) for x in v)
+
+
+# The fields of a result's state snapshots and losses, with the values each can hold: what an
+# ``expect`` block may name (emulator.scenario validates those blocks against these tables).
+REPLICA_FIELDS: dict[str, tuple[str, Any]] = {
+    "alive": ("true or false", lambda v: isinstance(v, bool)),
+    "halted": ("true or false", lambda v: isinstance(v, bool)),
+    "role": ("one of leader, follower, none", lambda v: v in tuple(r.value for r in Role)),
+    "leader_epoch": ("an int", _is_int),
+    "leo": ("an int", _is_int),
+    "hw": ("an int", _is_int),
+    "log": ("a list of [offset, epoch, value]", _is_pairs),
+    "epoch_cache": ("a list of [epoch, start_offset]", _is_pairs),
+    "remote_leo": ("a map of replica id to LEO, or null", lambda v: v is None or isinstance(v, dict)),
+}
+CONTROLLER_FIELDS: dict[str, tuple[str, Any]] = {
+    "leader": ("a replica id or null", lambda v: v is None or _is_int(v)),
+    "epoch": ("an int", _is_int),
+    "isr": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+}
+LOSS_FIELDS: dict[str, tuple[str, Any]] = {
+    "offset": ("an int", _is_int),
+    "value": ("a string", lambda v: isinstance(v, str)),
+    "acked": ("true or false", lambda v: isinstance(v, bool)),
+    "allowed": ("true or false", lambda v: isinstance(v, bool)),
+    "step": ("an int", _is_int),
+}
+
+
 def controller_snapshot(p) -> dict[str, Any]:
     c = p.controller
     return {"leader": c.leader, "epoch": c.leader_epoch, "isr": sorted(c.isr)}

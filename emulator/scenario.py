@@ -14,6 +14,7 @@ from typing import Any, Callable
 from .bounds import INT32_MAX, short_repr
 from .config import Config, ConfigError, parse_config
 from .invariants import INVARIANT_NAMES
+from .result import CONTROLLER_FIELDS, LOSS_FIELDS, REPLICA_FIELDS
 from .steps import STEP_KINDS, Step, StepError, is_int, parse_step
 from .variants import VARIANT_NAMES
 
@@ -99,7 +100,40 @@ def step_from_mapping(source: str, number: int, raw: Any, replicas: tuple[int, .
         raise ScenarioError(f"{source}: {where}: {exc}") from None
 
 
-def _parse_expect(source: str, raw: Any) -> dict[str, dict[str, Any]]:
+def _check_fields(r: "_Reader", where: str, fields: Any, table: dict[str, tuple[str, Any]]) -> dict[str, Any]:
+    """A map of result field -> expected value, each field known and each value one it can take."""
+    if not isinstance(fields, dict):
+        r.fail(f"{where} must be a map of field to value, got {short_repr(fields)}")
+    for name, value in fields.items():
+        if name not in table:
+            r.fail(f"{where}: unknown field {short_repr(name)} (known: {', '.join(table)})")
+        what, ok = table[name]
+        if not ok(value):
+            r.fail(f"{where}: {name} must be {what}, got {short_repr(value)}")
+    return fields
+
+
+def _check_state(r: "_Reader", where: str, raw: dict[str, Any], replicas: tuple[int, ...]) -> dict[str, Any]:
+    """The ``replicas`` and ``controller`` parts of an expected state (final or ``at_step``)."""
+    out: dict[str, Any] = {}
+    if "replicas" in raw:
+        reps = raw["replicas"]
+        if not isinstance(reps, dict):
+            r.fail(f"{where}replicas must be a map of replica id to expected fields, got {short_repr(reps)}")
+        for rid, fields in reps.items():
+            number = int(rid) if is_int(rid) or (isinstance(rid, str) and rid.isdigit() and len(rid) < 12) else None
+            if number not in replicas:
+                r.fail(f"{where}replicas: {short_repr(rid)} is not a replica of the scenario ({', '.join(map(str, replicas))})")
+            _check_fields(r, f"{where}replicas.{number}", fields, REPLICA_FIELDS)
+        out["replicas"] = reps
+    if "controller" in raw:
+        out["controller"] = _check_fields(r, f"{where}controller", raw["controller"], CONTROLLER_FIELDS)
+    return out
+
+
+def _parse_expect(source: str, raw: Any, replicas: tuple[int, ...], steps: int) -> dict[str, dict[str, Any]]:
+    """``expect`` validated like the steps: variants, invariant names, replica ids and the
+    result's field names (``emulator.result``'s tables) and the values those fields can take."""
     top = _Reader(source, "expect", raw, VARIANT_NAMES)
     out: dict[str, dict[str, Any]] = {}
     for variant in VARIANT_NAMES:
@@ -114,16 +148,17 @@ def _parse_expect(source: str, raw: Any) -> dict[str, dict[str, Any]]:
                     r.fail(f"unknown invariant {short_repr(name)} (known: {', '.join(INVARIANT_NAMES)})")
             block["violations"] = list(names)
         if r.has("losses"):
-            block["losses"] = r.get("losses", lambda v: isinstance(v, list), "a list of {offset, value, ...} maps")
-        if r.has("replicas"):
-            block["replicas"] = r.get("replicas", lambda v: isinstance(v, dict), "a map of replica id to expected fields")
-        if r.has("controller"):
-            block["controller"] = r.get("controller", lambda v: isinstance(v, dict), "a map of expected controller fields")
+            losses = r.get("losses", lambda v: isinstance(v, list), "a list of {offset, value, ...} maps")
+            for k, loss in enumerate(losses, start=1):
+                _check_fields(r, f"losses[{k}]", loss, LOSS_FIELDS)
+            block["losses"] = losses
+        block.update(_check_state(r, "", r.data, replicas))
         if r.has("at_step"):
-            at = r.get("at_step", lambda v: isinstance(v, dict) and all(is_int(k) and k >= 1 for k in v),
-                       "a map of step number (int >= 1) to {replicas, controller}")
+            at = r.get("at_step", lambda v: isinstance(v, dict) and all(is_int(k) and 1 <= k <= steps for k in v),
+                       f"a map of step number (1 to {steps}, the scenario's steps) to {{replicas, controller}}")
             for number, state in at.items():
-                _Reader(source, f"expect.{variant}.at_step.{number}", state, ("replicas", "controller"))
+                sub = _Reader(source, f"expect.{variant}.at_step.{number}", state, ("replicas", "controller"))
+                _check_state(sub, "", sub.data, replicas)
             block["at_step"] = at
         out[variant] = block
     return out
@@ -161,7 +196,7 @@ def parse_scenario(data: Any, source: str = "<memory>", resolve_initial_state: C
 
     raw_steps = top.get("steps", lambda v: isinstance(v, list), "a list of steps", required=True)
     steps = tuple(step_from_mapping(source, i, raw, replicas) for i, raw in enumerate(raw_steps, start=1))
-    expect = _parse_expect(source, data["expect"]) if data.get("expect") is not None else {}
+    expect = _parse_expect(source, data["expect"], replicas, len(steps)) if data.get("expect") is not None else {}
     initial = top.get("initial_state", _is_str, "a directory path (string)")
     if initial is not None and resolve_initial_state is not None:
         try:

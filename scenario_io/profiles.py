@@ -5,10 +5,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from emulator.scenario import ScenarioError
 from emulator.workload import Profile, ProfileError, profile_from_mapping
+
+from .yaml_files import parse_yaml_text
 
 PACKAGED = "data/workloads.yaml"
 
@@ -24,10 +24,7 @@ def load_profiles(path: str | Path | None = None) -> dict[str, Profile]:
         text = Path(path).read_text(encoding="utf-8") if path else default_profiles_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{source}: cannot read the workload profiles: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{source}: invalid YAML: {exc}") from None
+    data = parse_yaml_text(text, source, "workload profiles file")
     if not isinstance(data, dict) or not data:
         raise ScenarioError(f"{source}: expected a mapping of profile name to profile")
     try:

@@ -1,4 +1,11 @@
-"""Scenario files (docs/scenario-format.md): reading and validating YAML, writing scenarios back."""
+"""Scenario files (docs/scenario-format.md): reading and validating YAML, writing scenarios back.
+
+YAML is read by ``GuardedLoader``: PyYAML's safe loader that refuses what a scenario file never
+needs and a hostile file uses — a key given twice in one mapping (PyYAML keeps the last one
+silently), nesting deeper than ``MAX_DEPTH`` levels (PyYAML composes recursively) and aliases
+that expand to more than ``MAX_ALIAS_EXPANSION`` values (an "anchor bomb": 1 KB of aliases can
+stand for 10^30 values) or refer to themselves.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,90 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from emulator.bounds import short_repr
 from emulator.config import config_to_dict
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
 from emulator.steps import step_to_dict
+
+MAX_DEPTH = 32  # a scenario file nests ~8 levels (expect.<variant>.at_step.<n>.replicas.<id>.log.<record>)
+MAX_ALIAS_EXPANSION = 10_000  # values an alias may stand for, summed over a document's aliases
+
+
+class _Refused(yaml.YAMLError):
+    def __init__(self, mark, problem: str) -> None:
+        super().__init__(problem)
+        self.problem_mark, self.problem = mark, problem
+
+
+class GuardedLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` with duplicate keys, deep nesting and alias bombs refused."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> values it stands for, once composed
+        self._expanded = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = self.anchors.get(event.anchor)
+            if node is not None:
+                size = self._sizes.get(id(node))
+                if size is None:
+                    raise _Refused(event.start_mark, f"alias *{short_repr(event.anchor, 40)} refers to a value that contains it")
+                self._expanded += size
+                if self._expanded > MAX_ALIAS_EXPANSION:
+                    raise _Refused(event.start_mark, f"aliases expand to more than {MAX_ALIAS_EXPANSION} values")
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise _Refused(self.peek_event().start_mark, f"nested deeper than {MAX_DEPTH} levels")
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        if isinstance(node, ScalarNode):
+            size = 1
+        elif isinstance(node, SequenceNode):
+            size = 1 + sum(self._sizes[id(child)] for child in node.value)
+        else:
+            size = 1 + sum(self._sizes[id(k)] + self._sizes[id(v)] for k, v in node.value)
+        self._sizes[id(node)] = size
+        return node
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
+        if isinstance(node, MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the base class says so
+                    continue
+                if first is not key_node:
+                    raise _Refused(key_node.start_mark, f"key {short_repr(key, 40)} given twice in one mapping "
+                                                        f"(first on line {first.start_mark.line + 1})")
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml_text(text: str, source: str, what: str = "file") -> Any:
+    """Decode YAML text with ``GuardedLoader``; errors name ``source`` and the line, and raise ``ScenarioError``."""
+    loader = GuardedLoader(text)
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(f"{source}: invalid YAML: {where}{str(problem)[:200]}") from None
+    finally:
+        loader.dispose()
+    if data is None:
+        raise ScenarioError(f"{source}: the {what} is empty")
+    return data
 
 
 def read_yaml(path: str | Path, what: str = "file") -> Any:
@@ -17,20 +104,13 @@ def read_yaml(path: str | Path, what: str = "file") -> Any:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise ScenarioError(f"{path}: is a directory, not a {what}") from None
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(f"{path}: invalid YAML: {where}{problem}") from None
-    if data is None:
-        raise ScenarioError(f"{path}: the {what} is empty")
-    return data
+    return parse_yaml_text(text, str(path), what)
 
 
 def load_scenario(path: str | Path) -> Scenario:
