@@ -3,12 +3,15 @@
     replemu run FILE [FILE...] --protocol hw|kip101|kip279|kip320|all [--json] [--trace] [--check]
 
 Exit status: 0 the run completed (whatever it found); 1 ``--check`` disagreed with an
-``expect`` block; 2 invalid scenario or arguments (nothing is replayed).
+``expect`` block; 2 invalid scenario, input or arguments (a one-line message naming the file,
+step or argument; nothing is replayed or written); 3 the job itself failed (a Spark query, or a
+bug: the message says which; ``REPLEMU_DEBUG=1`` shows the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -20,7 +23,7 @@ from streaming.triggers import TRIGGER_HELP
 
 from . import report
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID, EXIT_FAILED = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "last compaction (default 256: the state keeps a window, the outputs keep the history)")
     stream.add_argument("--state-store", choices=("hdfs", "rocksdb"), default=None,
                         help="Spark's state store provider, fixed when the checkpoint is created (default: Spark's, hdfs)")
+    stream.add_argument("--allow-change", action="append", default=[], metavar="FIELD",
+                        help="restart a checkpoint although this identity field differs from the run that created it "
+                             "(repeatable; fields: protocol, knobs, input, workload, shuffle_partitions, state_store, "
+                             "compact_min_records, gap_timeout_ms); without it a different restart is refused")
     _add_knob(stream)
 
     state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")
@@ -133,14 +140,31 @@ def _positive(text: str) -> int:
     return value
 
 
-def _fail(message: str) -> int:
-    """Report bad input on stderr; the command exits with status 2."""
+def _fail(message: str, status: int = EXIT_INVALID) -> int:
+    """Report bad input (or, with ``status`` 3, a failed job) on stderr; the command exits with ``status``."""
     print(message, file=sys.stderr)
-    return EXIT_INVALID
+    return status
+
+
+def _output_problem(path, flag: str, file: bool = False) -> str | None:
+    """Why ``path`` (a directory, or with ``file`` a file) cannot be written; None when it can."""
+    from pathlib import Path
+
+    from streaming.checkpoint import directory_problem
+
+    if file:
+        if Path(path).is_dir():
+            return f"{flag} {path}: is a directory, give a file path"
+        return directory_problem(Path(path).parent, flag)
+    return directory_problem(path, flag)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from .compile import compile_scenarios
+
+    problem = _output_problem(args.out, "--out")
+    if problem:
+        return _fail(f"replemu: error: {problem}")
 
     try:
         paths = compile_scenarios(args.files, args.out, split=args.split, fmt=args.format)
@@ -150,34 +174,76 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _input_problem(path: str | None, drains: bool) -> str | None:
+    """Why ``--input`` cannot be read by the job; None when it can."""
+    from pathlib import Path
+
+    if path is None:
+        return "give --input DIR or --workload PROFILE"
+    p = Path(path)
+    if not p.is_dir():
+        return f"--input {path}: {'is not a directory' if p.exists() else 'does not exist'} (or give --workload)"
+    if not os.access(p, os.R_OK | os.X_OK):
+        return f"--input {path}: not readable"
+    if drains and not any(not c.name.startswith((".", "_")) and c.is_file() for c in p.iterdir()):
+        return (f"--input {path}: holds no event files (names starting with . or _ are ignored), so a run that "
+                f"drains its input has nothing to do; write files with replemu compile, or use --trigger processing-time=… to wait for them")
+    return None
+
+
 def cmd_stream(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from expectations.suites import ExpectationsObserver
     from scenario_io.profiles import load_profiles
-    from streaming.job import run_stream
+    from streaming.checkpoint import CheckpointError, claim_run, run_identity
+    from streaming.job import master_problem, read_spark_conf
     from streaming.triggers import TriggerError, parse_trigger
     from streaming.workload_source import workload_options
 
+    # Everything is checked before Spark starts: a typo costs no JVM.
     try:
         trigger = parse_trigger(args.trigger)
     except TriggerError as exc:
         return _fail(f"replemu: error: {exc}")
+    if args.master is not None and master_problem(args.master):
+        return _fail(f"replemu: error: {master_problem(args.master)}")
     workload = None
     if args.workload:
         if args.input or args.partitions is None or args.seed is None:
             return _fail("replemu: error: --workload needs --partitions and --seed, and no --input")
         profiles = load_profiles()
         if args.workload not in profiles:
-            return _fail(f"replemu: error: unknown profile {args.workload!r} (known: {', '.join(profiles)})")
+            return _fail(f"replemu: error: unknown profile {args.workload[:80]!r} (known: {', '.join(profiles)})")
         if trigger.drains and args.max_steps is None:
             return _fail("replemu: error: a workload stream with --trigger available-now/once needs --max-steps")
         workload = workload_options(profiles[args.workload], args.seed, args.partitions, args.steps_per_batch, args.max_steps)
-        print(f"workload: seed {args.seed}, profile {args.workload}, {args.partitions} partitions, "
-              f"{args.steps_per_batch} steps per partition per batch, max {args.max_steps or 'unbounded'}", flush=True)
-    elif args.input is None or not Path(args.input).is_dir():
-        return _fail(f"replemu: error: input directory {args.input} does not exist (or give --workload)")
-    from streaming.job import build_spark
+    else:
+        for flag in ("partitions", "seed", "max_steps"):
+            if getattr(args, flag) is not None:
+                return _fail(f"replemu: error: --{flag.replace('_', '-')} goes with --workload")
+        problem = _input_problem(args.input, trigger.drains)
+        if problem:
+            return _fail(f"replemu: error: {problem}")
+    identity = run_identity(protocol=args.protocol, knobs=args.knobs, input_dir=None if workload else args.input,
+                            workload=workload, shuffle_partitions=read_spark_conf().get("spark.sql.shuffle.partitions"),
+                            state_store=args.state_store, compact_min_records=args.compact_min_records,
+                            gap_timeout_ms=args.gap_timeout_ms)
+    try:
+        claim = claim_run(args.checkpoint, args.output, identity, tuple(args.allow_change))
+    except CheckpointError as exc:
+        return _fail(f"replemu: error: {exc}")
+    with claim:
+        for note in claim.notes:
+            print(f"replemu stream: {note}", flush=True)
+        if workload is not None:
+            print(f"workload: seed {args.seed}, profile {args.workload}, {args.partitions} partitions, "
+                  f"{args.steps_per_batch} steps per partition per batch, max {args.max_steps or 'unbounded'}", flush=True)
+        return _run_stream_queries(args, trigger, workload, Path)
+
+
+def _run_stream_queries(args: argparse.Namespace, trigger, workload, Path) -> int:
+    from expectations.suites import ExpectationsObserver
+    from streaming.job import build_spark, run_stream
 
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     spark = build_spark(args.master)
@@ -186,10 +252,18 @@ def cmd_stream(args: argparse.Namespace) -> int:
             output = Path(args.output) / protocol if args.protocol == "all" else Path(args.output)
             checkpoint = Path(args.checkpoint) / protocol if args.protocol == "all" else Path(args.checkpoint)
             print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
-            stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
-                               max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms, spark=spark,
-                               compact_min_records=args.compact_min_records, observer=ExpectationsObserver(), knobs=args.knobs,
-                               state_store=args.state_store)
+            try:
+                stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
+                                   max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms,
+                                   spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(),
+                                   knobs=args.knobs, state_store=args.state_store)
+            except Exception as exc:  # the query failed: Spark's error, first lines only
+                if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
+                    raise
+                text = str(exc).strip().splitlines()
+                return _fail(f"replemu: the streaming query failed (protocol {protocol}): {text[0][:300] if text else type(exc).__name__}\n"
+                             f"the checkpoint {checkpoint} holds every committed micro-batch; fix the cause and restart the same "
+                             f"command to continue", status=EXIT_FAILED)
             print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,log,summary,violations,losses,errors,quarantine}}; "
                   f"read them with: replemu results {output}", flush=True)
     finally:
@@ -197,17 +271,46 @@ def cmd_stream(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def checkpoint_problem(path: str) -> str | None:
+    """Why ``path`` is not a stream checkpoint with a committed micro-batch (None when it is)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_dir():
+        return f"{path}: {'is not a directory' if p.exists() else 'does not exist'}; give a --checkpoint directory of replemu stream"
+    if not (p / "offsets").is_dir():
+        per_variant = sorted(c.name for c in p.iterdir() if (c / "offsets").is_dir()) if os.access(p, os.R_OK | os.X_OK) else []
+        if per_variant:
+            return f"{path}: holds one checkpoint per variant ({', '.join(per_variant)}); give one of them, e.g. {p / per_variant[0]}"
+        return f"{path}: not a stream checkpoint (no offsets/); give a --checkpoint directory of replemu stream"
+    commits = p / "commits"
+    if not commits.is_dir() or not any(c.name.isdigit() for c in commits.iterdir()):
+        return f"{path}: the stream has not committed a micro-batch yet, so there is no state to show"
+    return None
+
+
 def cmd_state(args: argparse.Namespace) -> int:
+    problem = checkpoint_problem(args.checkpoint)
+    if problem:
+        return _fail(f"replemu: error: {problem}")
+    if args.master is not None:
+        from streaming.job import master_problem
+
+        if master_problem(args.master):
+            return _fail(f"replemu: error: {master_problem(args.master)}")
     from streaming.job import build_spark, read_partition_states
 
     spark = build_spark(args.master)
     try:
-        states = [
-            s for s in read_partition_states(spark, args.checkpoint)
-            if (args.topic is None or s["topic"] == args.topic) and (args.partition is None or s["partition"] == args.partition)
-        ]
+        every = read_partition_states(spark, args.checkpoint)
     finally:
         spark.stop()
+    states = [s for s in every if (args.topic is None or s["topic"] == args.topic) and (args.partition is None or s["partition"] == args.partition)]
+    if not states and (args.topic is not None or args.partition is not None):
+        known = [f"{s['topic']}/{s['partition']}" for s in every]
+        shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+        return _fail(f"replemu: error: no partition matches --topic {args.topic} --partition {args.partition} "
+                     f"in {args.checkpoint} (it holds {len(known)}: {shown})")
     print(dumps(states))
     return EXIT_OK
 
@@ -215,6 +318,9 @@ def cmd_state(args: argparse.Namespace) -> int:
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from .dashboard import DashboardError, write_dashboard
 
+    problem = _output_problem(args.output, "--output")
+    if problem:
+        return _fail(f"replemu: error: {problem}")
     try:
         page = write_dashboard(args.inputs, args.output, chosen=args.partition)
     except DashboardError as exc:
@@ -230,7 +336,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
     profiles = load_profiles()
     if args.profile not in profiles:
-        return _fail(f"replemu: error: unknown profile {args.profile!r} (known: {', '.join(profiles)})")
+        return _fail(f"replemu: error: unknown profile {args.profile[:80]!r} (known: {', '.join(profiles)})")
+    problem = _output_problem(args.out, "--out")
+    if problem:
+        return _fail(f"replemu: error: {problem}")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     header = describe_campaign(args.seed, profiles[args.profile], args.partitions, protocols, args.engine, args.knobs)
     print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
@@ -261,6 +370,9 @@ def cmd_shrink(args: argparse.Namespace) -> int:
         return _fail(f"replemu: error: unknown invariant {args.invariant!r} (known: {', '.join(INVARIANT_NAMES)})")
     if (args.file is None) == (args.from_campaign is None):
         return _fail("replemu: error: give a scenario FILE or --from-campaign SEED/PROFILE/PARTITION")
+    problem = _output_problem(args.out, "--out", file=True) if args.out else None
+    if problem:
+        return _fail(f"replemu: error: {problem}")
     try:
         if args.file:
             scenario = load_scenario(args.file)
@@ -312,6 +424,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         return _fail(f"replemu: error: {exc}")
     from pathlib import Path
 
+    problem = _output_problem(args.to, "--to")
+    if problem:
+        return _fail(f"replemu: error: {problem}")
     for r in results:
         target = Path(args.to) if len(results) == 1 else Path(args.to) / f"{r['scenario']}-{r['protocol']}"
         for d in export_result(r, target):
@@ -320,24 +435,44 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from scenario_io.kafka_logs import ReplicaDirError, divergence, find_replica_dirs, read_replica_dir, truncation_outcomes
+    """Every replica as Kafka's log recovery would load it, its findings under it, then where
+    the replicas diverge.  Findings are results (exit 0); a path that is not a readable replica
+    directory is an error (exit 2, one line)."""
+    from scenario_io.kafka_logs import (HW_CHECKPOINT, LEADER_EPOCH_CHECKPOINT, ReplicaDirError, divergence,
+                                        find_replica_dirs, read_replica_dir, truncation_outcomes)
 
     try:
-        reps = [read_replica_dir(d) for root in args.dirs for d in find_replica_dirs(root)]
+        reps = [read_replica_dir(d, recover=True) for root in args.dirs for d in find_replica_dirs(root)]
     except ReplicaDirError as exc:
         return _fail(f"replemu: error: {exc}")
     for r in reps:
-        epochs = " ".join(f"({e},{s})" for e, s in r.epoch_cache) or "[]"
-        print(f"broker {r.broker} {r.topic}-{r.partition} ({r.path}): LEO {r.leo}, HW {r.hw}, epochs {epochs}, "
-              f"{len(r.batches)} batches, CRCs ok")
+        if LEADER_EPOCH_CHECKPOINT in r.unreadable:
+            epochs = "unreadable (empty)"
+        else:
+            epochs = " ".join(f"({e},{s})" for e, s in r.epoch_cache) or "[]"
+        hw = f"HW unreadable ({r.hw})" if HW_CHECKPOINT in r.unreadable else f"HW {r.hw}"
+        rp = f", recovery point {r.recovery_point}" if r.recovery_point is not None else ""
+        n = len(r.findings)
+        state = "no findings" if not n else f"{n} finding{'s' if n > 1 else ''}"
+        print(f"broker {r.broker} {r.topic}-{r.partition} ({r.path}): LEO {r.leo}, {hw}{rp}, epochs {epochs}, "
+              f"{len(r.batches)} valid batch{'es' if len(r.batches) != 1 else ''}, {state}")
+        for f in r.findings:
+            print(f"  finding: {f}")
     for i, a in enumerate(reps):
         for b in reps[i + 1:]:
             d = divergence(a, b)
             where = (f"diverge at offset {d['offset']}: broker {a.broker} has epoch {d['epochs'][0]} ({d['values'][0]!r}), "
                      f"broker {b.broker} epoch {d['epochs'][1]} ({d['values'][1]!r})") if d else "agree on their common prefix"
             print(f"brokers {a.broker} and {b.broker} {where}")
+            if a.broker == b.broker:
+                print(f"  no truncation outcomes: both directories are broker {a.broker}'s")
+                continue
             for leader, follower in ((a, b), (b, a)):
-                outcome = truncation_outcomes(leader, follower)
+                try:
+                    outcome = truncation_outcomes(leader, follower)
+                except ReplicaDirError as exc:
+                    print(f"  if {leader.broker} leads: no truncation outcomes ({exc})")
+                    continue
                 told = ", ".join(f"{v}: {'keeps' if n == follower.leo else 'truncates to'} {n}" for v, n in outcome.items())
                 print(f"  if {leader.broker} leads, follower {follower.broker} (LEO {follower.leo}) -> {told}")
     return EXIT_OK
@@ -434,7 +569,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results,
                 "dashboard": cmd_dashboard, "campaign": cmd_campaign, "shrink": cmd_shrink, "export": cmd_export,
                 "inspect": cmd_inspect, "steps": cmd_steps}
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise
+    except OSError as exc:  # a file the arguments named could not be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"replemu: error: {where}{exc.strerror or exc}")
+    except Exception as exc:  # a bug: one line, not a traceback (REPLEMU_DEBUG=1 shows it)
+        if os.environ.get("REPLEMU_DEBUG"):
+            raise
+        return _fail(f"replemu: internal error ({type(exc).__name__}: {str(exc)[:300]}); this is a bug in replemu, "
+                     f"rerun with REPLEMU_DEBUG=1 for the traceback", status=EXIT_FAILED)
 
 
 def entry() -> None:
@@ -442,3 +588,6 @@ def entry() -> None:
         sys.exit(main())
     except BrokenPipeError:  # e.g. `replemu run ... | head`
         sys.exit(EXIT_OK)
+    except KeyboardInterrupt:
+        print("replemu: interrupted", file=sys.stderr)
+        sys.exit(130)

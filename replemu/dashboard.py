@@ -164,6 +164,11 @@ def write_dashboard(inputs: list[str | Path], output_dir: str | Path, chosen: st
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     runs = collect_runs(inputs, out.resolve())
+    if chosen is not None:
+        known = sorted({p[k] for r in runs for p in r["partitions"] for k in ("key", "scenario")})
+        if chosen not in known:
+            shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+            raise DashboardError(f"--partition {chosen!r}: no such partition or scenario in the inputs (known: {shown})")
     page = out / "dashboard.html"
     page.write_text(render(runs, chosen), encoding="utf-8")
     return page

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -38,6 +39,22 @@ def read_spark_conf(path: str | Path | None = None) -> dict[str, str]:
             raise ValueError(f"{source}: line {number}: expected 'key value', got {line!r}")
         conf[key] = value.strip()
     return conf
+
+
+MASTER_FORMS = (
+    (re.compile(r"local(\[(\*|[1-9]\d{0,4})(,[1-9]\d{0,4})?\])?"), "local, local[N], local[*], local[N,F]"),
+    (re.compile(r"local-cluster\[[1-9]\d{0,3},[1-9]\d{0,3},[1-9]\d{1,7}\]"), "local-cluster[WORKERS,CORES,MEMORY_MB]"),
+    (re.compile(r"spark://[A-Za-z0-9._-]+:\d{1,5}(,[A-Za-z0-9._-]+:\d{1,5})*"), "spark://HOST:PORT"),
+    (re.compile(r"yarn"), "yarn"),
+    (re.compile(r"k8s://\S+"), "k8s://API_SERVER"),
+)
+
+
+def master_problem(master: str) -> str | None:
+    """Why ``master`` is not a Spark master URL (None when it is one): checked before a JVM starts."""
+    if any(form.fullmatch(master) for form, _ in MASTER_FORMS):
+        return None
+    return f"--master {master[:80]!r} is not a Spark master URL (one of: {'; '.join(text for _, text in MASTER_FORMS)})"
 
 
 def build_spark(master: str | None = None, conf_path: str | Path | None = None, app_name: str = "replemu"):
@@ -82,19 +99,24 @@ def events_from_frames(topic, partition, pdfs: Iterable) -> list[dict]:
     """One group's event rows (Spark may split a group over several frames, in any order)."""
     import pandas as pd
 
-    from streaming.schemas import CORRUPT_COLUMN
+    from streaming.schemas import CORRUPT_COLUMN, REASON_COLUMN
+
+    def text(v):
+        return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
 
     events = []
     for pdf in pdfs:
         raws = pdf[CORRUPT_COLUMN].tolist() if CORRUPT_COLUMN in pdf else [None] * len(pdf)
-        for seq, type_, args, raw in zip(pdf["seq"].tolist(), pdf["type"].tolist(), pdf["args"].tolist(), raws):
-            events.append({
+        reasons = pdf[REASON_COLUMN].tolist() if REASON_COLUMN in pdf else [None] * len(pdf)
+        for seq, type_, args, raw, reason in zip(pdf["seq"].tolist(), pdf["type"].tolist(), pdf["args"].tolist(), raws, reasons):
+            event = {
                 "topic": topic, "partition": partition,
                 "seq": seq if type(seq) is int else (None if pd.isna(seq) else int(seq)),
-                "type": None if type_ is None or type_ is pd.NA else type_,
-                "args": None if args is None or args is pd.NA else args,
-                "raw": None if raw is None or raw is pd.NA else raw,
-            })
+                "type": text(type_), "args": text(args), "raw": text(raw),
+            }
+            if text(reason) is not None:
+                event["reason"] = reason
+            events.append(event)
     return events
 
 
@@ -214,11 +236,6 @@ def write_batch_dir(target: Path, table) -> None:
     os.replace(tmp, target)
 
 
-def detect_format(input_dir: Path) -> str:
-    names = [p.name for p in input_dir.iterdir() if not p.name.startswith((".", "_"))] if input_dir.exists() else []
-    return "parquet" if names and all(n.endswith(".parquet") for n in names) else "json"
-
-
 def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str,
                  trigger: Trigger | str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
@@ -235,7 +252,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from streaming.processor import COMPACT_MIN_RECORDS
-    from streaming.schemas import CORRUPT_COLUMN, EVENT_SCHEMA, EVENT_SCHEMA_WITH_CORRUPT, GROUP_OUTPUT_SCHEMA, STATE_SCHEMA
+    from streaming.schemas import BINARY_FILE_SCHEMA, CORRUPT_COLUMN, DECODED_SCHEMA, GROUP_OUTPUT_SCHEMA, REASON_COLUMN, STATE_SCHEMA
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -248,17 +265,17 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
         register(spark)
         fmt = "workload"
         events = (reader.format("replemu_workload").options(**{k: str(v) for k, v in workload.items() if v is not None})
-                  .load().withColumn(CORRUPT_COLUMN, no_corrupt))
+                  .load().withColumn(CORRUPT_COLUMN, no_corrupt).withColumn(REASON_COLUMN, no_corrupt))
     else:
+        # Whole files, decoded in Python (streaming.files): JSON lines and Parquet side by side,
+        # and a file that cannot be decoded goes to quarantine instead of failing the query.
+        from streaming.files import decode_file_batches
+
         input_dir = Path(input_dir)
-        fmt = fmt or detect_format(input_dir)
+        fmt = "files"
         if max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-        if fmt == "parquet":
-            events = reader.schema(EVENT_SCHEMA).parquet(str(input_dir)).withColumn(CORRUPT_COLUMN, no_corrupt)
-        else:
-            events = (reader.schema(EVENT_SCHEMA_WITH_CORRUPT).option("mode", "PERMISSIVE")
-                      .option("columnNameOfCorruptRecord", CORRUPT_COLUMN).json(str(input_dir)))
+        events = reader.format("binaryFile").schema(BINARY_FILE_SCHEMA).load(str(input_dir)).mapInArrow(decode_file_batches, DECODED_SCHEMA)
     # A processing-time timeout makes Spark schedule another (empty) batch forever, so an
     # available-now or once run, which must end when the input is drained, runs without one;
     # partitions still waiting for a sequence number are then reported from the state store.

@@ -280,8 +280,11 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
 
     events = list(events)
     if topic is None or partition is None:
-        for e in events:
-            batch.quarantine(e, "unreadable row: missing topic or partition" if not e.get("raw") else "unreadable row: not valid JSON for the event schema")
+        # Unkeyed rows arrive in whatever order Spark's shuffle gave: sorted, so the output is not.
+        unkeyed = [(e.get("reason") or ("unreadable row: missing topic or partition" if not e.get("raw") else
+                                        "unreadable row: not valid JSON for the event schema"), e) for e in events]
+        for reason, e in sorted(unkeyed, key=lambda x: (x[0], x[1].get("raw") or _raw(x[1]))):
+            batch.quarantine(e, reason)
         return batch.rows, st, bool(waiting)
 
     for e in sorted(events, key=lambda e: (e["seq"] is None, e["seq"] if e["seq"] is not None else 0)):

@@ -15,7 +15,7 @@ import functools
 from dataclasses import dataclass
 
 from pyspark.sql.types import (
-    BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType,
+    BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
 )
 
 from emulator.steps import STEP_KINDS
@@ -58,9 +58,23 @@ def events_markdown() -> str:
     lines += [f"| `{f.name}` | {f.type} | {f.doc} |" for f in EVENT_FIELDS]
     return "\n".join(lines) + "\n"
 
-# The JSON source keeps unparsable lines here instead of failing the query.
+# An input row that cannot be read keeps its text here, and why in REASON_COLUMN (streaming.files).
 CORRUPT_COLUMN = "_corrupt_record"
+REASON_COLUMN = "_reason"
 EVENT_SCHEMA_WITH_CORRUPT = StructType(EVENT_SCHEMA.fields + [StructField(CORRUPT_COLUMN, StringType())])
+DECODED_SCHEMA = StructType(EVENT_SCHEMA_WITH_CORRUPT.fields + [StructField(REASON_COLUMN, StringType())])
+
+
+# Spark's ``binaryFile`` source (a streaming source must be given its schema).
+BINARY_FILE_SCHEMA = StructType([StructField("path", StringType()), StructField("modificationTime", TimestampType()),
+                                 StructField("length", LongType()), StructField("content", BinaryType())])
+
+
+def decoded_arrow_schema():
+    """The Arrow schema of ``DECODED_SCHEMA`` (what ``streaming.files`` hands Spark)."""
+    import pyarrow as pa
+
+    return pa.schema(list(event_arrow_schema()) + [(CORRUPT_COLUMN, pa.string()), (REASON_COLUMN, pa.string())])
 
 STATE_SCHEMA_VERSION = 2  # 2: one JSON document in ``core`` (logs inline)
 STATE_SCHEMA = StructType([

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 TRIGGER_HELP = "available-now (default) | once | processing-time=5s (ms, s, m, h)"
 _UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}
+_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+MAX_INTERVAL_MS = 7 * 24 * 3_600_000  # a week
 
 
 class TriggerError(ValueError):
@@ -36,7 +38,7 @@ def parse_trigger(text: str) -> Trigger:
     if text in ("available-now", "once"):
         return Trigger(text)
     if text.startswith("processing-time="):
-        m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h)\s*", text.split("=", 1)[1])
-        if m and int(m.group(1)) >= 1:
+        m = re.fullmatch(r"\s*(\d{1,12})\s*(ms|s|m|h)\s*", text.split("=", 1)[1])
+        if m and 1 <= int(m.group(1)) * _MS[m.group(2)] <= MAX_INTERVAL_MS:
             return Trigger("processing-time", f"{int(m.group(1))} {_UNITS[m.group(2)]}")
-    raise TriggerError(f"unknown trigger {text!r} ({TRIGGER_HELP})")
+    raise TriggerError(f"unknown trigger {text[:80]!r} ({TRIGGER_HELP}; an interval from 1 ms to a week)")

@@ -76,7 +76,8 @@ def test_bad_rows_are_quarantined_and_good_partitions_proceed(spark, tmp_path):
     bad_partition.append({"topic": topic, "partition": 0, "seq": 9, "type": "fetch", "args": json.dumps({"replica": 2})})  # gap
     events = tmp_path / "events"
     write_event_files([good, bad_partition], events, split=2)
-    (events / "events-99999.jsonl").write_text("{not json\n")
+    (events / "events-99999.jsonl").write_text("{not json\n")  # no line is an event: the whole file
+    (events / "events-99998.jsonl").write_text(json.dumps(bad_partition[4]) + "\n[1, 2]\n")  # one bad line
     stream(spark, events, tmp_path, "hw")
 
     results = {r["scenario"]: r for r in read_results(tmp_path / "output")}
@@ -86,7 +87,8 @@ def test_bad_rows_are_quarantined_and_good_partitions_proceed(spark, tmp_path):
     assert any(seq == 2 and "unknown step type 'teleport'" in r for seq, r in reasons)
     assert any(seq == 3 and "replica 9 is not one of the partition's replicas" in r for seq, r in reasons)
     assert any(seq == 4 and "duplicate or out-of-order sequence" in r for seq, r in reasons)
-    assert any("unreadable row" in r for _, r in reasons)
+    assert any("unreadable file" in r and "events-99999.jsonl: not JSON lines" in r for _, r in reasons)
+    assert any("unreadable row" in r and "events-99998.jsonl line 2): not a JSON object" in r for _, r in reasons)
     gaps = json.loads((tmp_path / "output" / "gaps.json").read_text())
     assert gaps == [{"topic": topic, "partition": 0, "missing_seq": 5, "waiting_seqs": [9]}]
 
