@@ -12,6 +12,9 @@ from typing import Any
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 QUOTE_LIMIT = 80
+# Replicas of one partition: Kafka's replication factors are single digits; the emulator's steps
+# cost grows with the square of the replicas, so a file may not ask for thousands.
+MAX_REPLICAS = 64
 
 
 def short_repr(value: Any, limit: int = QUOTE_LIMIT) -> str:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .bounds import INT32_MAX, short_repr
+from .bounds import INT32_MAX, MAX_REPLICAS, short_repr
 from .config import Config, ConfigError, parse_config
 from .invariants import INVARIANT_NAMES
 from .result import CONTROLLER_FIELDS, LOSS_FIELDS, REPLICA_FIELDS
@@ -174,6 +174,8 @@ def parse_partition(fields: dict[str, Any], source: str) -> tuple[str, tuple[int
     replicas = top.get("replicas", _is_int_list, "a list of broker ids (ints)", required=True)
     if not replicas:
         top.fail("replicas must not be empty")
+    if len(replicas) > MAX_REPLICAS:
+        top.fail(f"at most {MAX_REPLICAS} replicas, got {len(replicas)}")
     if any(r < 0 or r > INT32_MAX for r in replicas):
         top.fail(f"replica ids must be between 0 and {INT32_MAX}, got {short_repr(replicas)}")
     if len(set(replicas)) != len(replicas):

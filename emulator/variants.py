@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from .bounds import short_repr
+
 
 @dataclass(frozen=True, slots=True)
 class Knob:
@@ -29,7 +31,7 @@ class Knob:
         elif text in self.values:
             return text
         shown = "true, false" if self.values == (False, True) else ", ".join(self.values)
-        raise KnobError(f"knob {self.name}: {text!r} is not one of {shown}")
+        raise KnobError(f"knob {self.name}: {short_repr(text)} is not one of {shown}")
 
 
 class KnobError(ValueError):
@@ -119,7 +121,7 @@ class ProtocolVariant:
         values = {}
         for name, text in overrides.items():
             if name not in KNOBS:
-                raise KnobError(f"unknown knob {name!r} (known: {', '.join(KNOBS)})")
+                raise KnobError(f"unknown knob {short_repr(name)} (known: {', '.join(KNOBS)})")
             values[name] = KNOBS[name].parse(text)
         return replace(self, **values) if values else self
 
@@ -181,10 +183,10 @@ def parse_knob_assignments(texts: list[str]) -> dict[str, Any]:
     for text in texts:
         name, sep, value = text.partition("=")
         if not sep:
-            raise KnobError(f"--knob wants NAME=VALUE, got {text!r}")
+            raise KnobError(f"--knob wants NAME=VALUE, got {short_repr(text)}")
         name = name.strip()
         if name not in KNOBS:
-            raise KnobError(f"unknown knob {name!r} (known: {', '.join(KNOBS)})")
+            raise KnobError(f"unknown knob {short_repr(name)} (known: {', '.join(KNOBS)})")
         out[name] = KNOBS[name].parse(value.strip())
     return out
 

@@ -22,6 +22,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator
 
+from .bounds import short_repr
 from .replica import Role
 from .run import Replay
 from .scenario import Scenario, parse_partition, parse_scenario
@@ -63,13 +64,13 @@ def profile_from_mapping(name: str, p: Any) -> Profile:
         fail("must be a mapping")
     unknown = sorted(str(k) for k in p if k not in PROFILE_KEYS)
     if unknown:
-        fail(f"unknown key {unknown[0]!r} (allowed: {', '.join(PROFILE_KEYS)})")
+        fail(f"unknown key {short_repr(unknown[0])} (allowed: {', '.join(PROFILE_KEYS)})")
     rates = p.get("rates") or {}
     if not isinstance(rates, dict):
         fail("rates must be a mapping")
     unknown = sorted(set(rates) - set(RATE_KEYS))
     if unknown:
-        fail(f"unknown rate {unknown[0]!r}")
+        fail(f"unknown rate {short_repr(unknown[0])}")
     try:
         return Profile(
             name=name, description=str(p.get("description", "")), replicas=_pair(p["replicas"]), steps=_pair(p["steps"]),

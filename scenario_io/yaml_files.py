@@ -121,7 +121,7 @@ def load_scenario(path: str | Path) -> Scenario:
     def resolve(value: str) -> str:
         resolved = (path.parent / value).resolve()
         if not resolved.is_dir():
-            raise ValueError(f"initial_state {value!r} is not a directory ({resolved})")
+            raise ValueError(f"initial_state {short_repr(value)} is not a directory")
         return str(resolved)
 
     return parse_scenario(data, source=str(path), resolve_initial_state=resolve)

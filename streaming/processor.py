@@ -18,6 +18,7 @@ from emulator.result import compacted_prefix, state_snapshot
 from emulator.run import Replay, effective_variant
 from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
+from emulator.bounds import short_repr
 
 from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, arrow_schema
 from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
@@ -242,7 +243,7 @@ def parse_header(args_json: str):
         raise ScenarioError("header args must be a JSON object")
     unknown = sorted(set(args) - set(HEADER_KEYS))
     if unknown:
-        raise ScenarioError(f"unknown header key {unknown[0]!r}")
+        raise ScenarioError(f"unknown header key {short_repr(unknown[0])}")
     return parse_partition({"name": args.get("scenario"), "replicas": args.get("replicas"), "config": args.get("config")},
                            source="header")
 
@@ -314,8 +315,8 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
                 continue
             try:
                 name, replicas, config = parse_header(e["args"])
-            except (ScenarioError, ValueError) as exc:
-                batch.quarantine(e, f"invalid partition header: {exc}")
+            except (ScenarioError, ValueError, RecursionError) as exc:
+                batch.quarantine(e, f"invalid partition header: {str(exc)[:300] if not isinstance(exc, RecursionError) else 'nested too deeply'}")
                 st["header"] = "invalid"
                 continue
             st["scenario"], st["header"] = name, "ok"
@@ -331,8 +332,8 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         except ScenarioError as exc:
             batch.quarantine(e, str(exc))
             continue
-        except ValueError as exc:
-            batch.quarantine(e, f"seq {seq}: args are not JSON: {exc}")
+        except (ValueError, RecursionError) as exc:
+            batch.quarantine(e, f"seq {seq}: args are not JSON: {exc if isinstance(exc, ValueError) else 'nested too deeply'}")
             continue
         _apply(replay, step, int(seq), batch)
         st["steps_applied"] += 1
