@@ -274,22 +274,22 @@ def _value(arg: Arg, value: Any, replicas: tuple[int, ...]) -> Any:
         if not is_int(value):
             raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
         if value not in replicas:
-            raise StepError(f"{arg.name} {value} is not one of the partition's replicas {list(replicas)}")
+            raise StepError(f"{arg.name} {short_repr(value)} is not one of the partition's replicas {list(replicas)}")
         return value
     if t is ArgType.REPLICA_LIST:
         if not (isinstance(value, list) and all(is_int(x) for x in value)):
             raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
         for x in value:
             if x not in replicas:
-                raise StepError(f"{arg.name} names replica {x}, which is not one of the partition's replicas {list(replicas)}")
+                raise StepError(f"{arg.name} names replica {short_repr(x)}, which is not one of the partition's replicas {list(replicas)}")
         if len(set(value)) != len(value):
-            raise StepError(f"{arg.name} lists a replica twice: {value}")
+            raise StepError(f"{arg.name} lists a replica twice: {short_repr(value)}")
         return tuple(value)
     if t in _RANGE:
         if not (is_int(value) and value >= 0):
             raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
         if value > _RANGE[t]:
-            raise StepError(f"{arg.name!r} {value} is out of range (at most {_RANGE[t]})")
+            raise StepError(f"{arg.name!r} {short_repr(value)} is out of range (at most {_RANGE[t]})")
         return value
     if t is ArgType.BOOL:
         if not isinstance(value, bool):

@@ -92,6 +92,8 @@ def parse_yaml_text(text: str, source: str, what: str = "file") -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError(f"{source}: invalid YAML: {where}{str(problem)[:200]}") from None
+    except (ValueError, OverflowError) as exc:  # a scalar PyYAML cannot convert (an int of 5,000 digits)
+        raise ScenarioError(f"{source}: invalid YAML: {str(exc)[:200]}") from None
     finally:
         loader.dispose()
     if data is None:
