@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+import yaml.cyaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from emulator.bounds import short_repr
@@ -30,8 +31,36 @@ class _Refused(yaml.YAMLError):
         self.problem_mark, self.problem = mark, problem
 
 
-class GuardedLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` with duplicate keys, deep nesting and alias bombs refused."""
+class _CEvents:
+    """Events from libyaml's C parser (when PyYAML has it), for the Python composer above: the
+    composing stays in Python, where the guards are, and the scanning — most of the time of a
+    large file — runs in C."""
+
+    def __init__(self, stream) -> None:
+        self._parser = yaml.cyaml.CParser(stream)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+    def check_event(self, *choices):
+        return self._parser.check_event(*choices)
+
+    def peek_event(self):
+        return self._parser.peek_event()
+
+    def get_event(self):
+        return self._parser.get_event()
+
+    def dispose(self) -> None:
+        self._parser.dispose()
+
+
+_BASES = ((_CEvents, yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver)
+          if getattr(yaml, "__with_libyaml__", False) else (yaml.SafeLoader,))
+
+
+class GuardedLoader(*_BASES):
+    """PyYAML's safe loading with duplicate keys, deep nesting and alias bombs refused."""
 
     def __init__(self, stream) -> None:
         super().__init__(stream)
@@ -91,6 +120,8 @@ def parse_yaml_text(text: str, source: str, what: str = "file") -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        problem = f"{context}, {problem}" if context and not isinstance(exc, _Refused) else problem
         raise ScenarioError(f"{source}: invalid YAML: {where}{str(problem)[:200]}") from None
     except (ValueError, OverflowError) as exc:  # a scalar PyYAML cannot convert (an int of 5,000 digits)
         raise ScenarioError(f"{source}: invalid YAML: {str(exc)[:200]}") from None
