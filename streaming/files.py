@@ -6,6 +6,8 @@ each one here, on the executors, so that no file can stop the stream:
 * a Parquet file (it starts with ``PAR1``) must hold the event columns (``EVENT_FIELDS``, types
   castable to theirs); otherwise — a Parquet file that is not ours, a damaged one — the whole
   file goes to quarantine;
+* files in subdirectories are read too (``recursiveFileLookup``; names starting with ``.`` or
+  ``_`` are skipped at every level, as Spark does);
 * any other file is JSON lines: bytes that are not UTF-8, a NUL byte (binary data), or no line
   that is a JSON object send the whole file to quarantine; otherwise each line that is not an
   event (not JSON, not an object, a column of the wrong type or out of its range) goes to
@@ -70,6 +72,8 @@ def event_from_line(line: str, where: str) -> dict[str, Any]:
         if problem:
             return _unreadable(line, f"unreadable row ({where}): {problem}")
         row[f.name] = value
+    if row["topic"] is None or row["partition"] is None:
+        return _unreadable(line, f"unreadable row ({where}): missing topic or partition")
     return row
 
 
@@ -120,6 +124,7 @@ def _parquet(path: str, content: bytes) -> list[dict[str, Any]]:
     rows = []
     for number, row in enumerate(table.to_pylist(), start=1):
         problems = [p for f in EVENT_FIELDS if (p := _field_problem(f.name, f.type, row[f.name]))]
+        problems += ["missing topic or partition"] if row["topic"] is None or row["partition"] is None else []
         if problems:
             rows.append(_unreadable(json.dumps(row, default=str), f"unreadable row ({path} row {number}): {problems[0]}"))
         else:

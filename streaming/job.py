@@ -275,7 +275,8 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
         fmt = "files"
         if max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-        events = reader.format("binaryFile").schema(BINARY_FILE_SCHEMA).load(str(input_dir)).mapInArrow(decode_file_batches, DECODED_SCHEMA)
+        events = (reader.format("binaryFile").schema(BINARY_FILE_SCHEMA).option("recursiveFileLookup", "true")
+                  .load(str(input_dir)).mapInArrow(decode_file_batches, DECODED_SCHEMA))
     # A processing-time timeout makes Spark schedule another (empty) batch forever, so an
     # available-now or once run, which must end when the input is drained, runs without one;
     # partitions still waiting for a sequence number are then reported from the state store.

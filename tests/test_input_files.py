@@ -106,6 +106,8 @@ def test_any_bytes_decode_to_rows_that_are_events_or_carry_a_reason(content):
 
 
 def test_a_stream_with_every_kind_of_bad_file_gives_the_results_of_a_run_without_them(spark, tmp_path):
+    """Bad files beside good ones, and in subdirectories (a `k=1` directory once made Spark's
+    partition discovery fail the query: CONFLICTING_DIRECTORY_STRUCTURES)."""
     files = sorted(BUNDLED.glob("*.yaml"))[:10]
     clean = tmp_path / "clean"
     compile_scenarios(files[:8], clean, split=3)
@@ -117,6 +119,9 @@ def test_a_stream_with_every_kind_of_bad_file_gives_the_results_of_a_run_without
         shutil.copy2(p, dirty / f"pq-{p.name}")
     for name, (content, _) in BAD_FILES.items():
         (dirty / name).write_bytes(content)
+    for sub in ("notes", "k=1"):  # subdirectories (one looks like a Spark partition directory) are read too
+        (dirty / sub).mkdir()
+        (dirty / sub / f"in-{sub}.bin").write_bytes(BAD_FILES["binary.jsonl"][0])
 
     for d in (clean, dirty):
         run_stream(d, tmp_path / f"out-{d.name}", tmp_path / f"ck-{d.name}", "kip320", max_files_per_trigger=4,
@@ -124,5 +129,5 @@ def test_a_stream_with_every_kind_of_bad_file_gives_the_results_of_a_run_without
     assert read_results(tmp_path / "out-dirty") == read_results(tmp_path / "out-clean")
     quarantined = quarantine_rows(tmp_path / "out-dirty")
     assert quarantine_rows(tmp_path / "out-clean") == []
-    assert sorted(Path(q["reason"].split(": ", 1)[0].removeprefix("unreadable file file:")).name for q in quarantined) == sorted(BAD_FILES)
+    assert sorted(Path(q["reason"].split(": ", 1)[0].removeprefix("unreadable file file:")).name for q in quarantined) == sorted([*BAD_FILES, "in-notes.bin", "in-k=1.bin"])
     assert all("none of its rows were applied" in q["reason"] for q in quarantined)
