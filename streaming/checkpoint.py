@@ -174,14 +174,17 @@ def claim_run(checkpoint_dir: str | Path, output_dir: str | Path, identity: dict
         problem = directory_problem(path, flag)
         if problem:
             raise CheckpointError(problem)
+    a, b = checkpoint_dir.resolve(), output_dir.resolve()
+    if a == b or a in b.parents or b in a.parents:
+        raise CheckpointError(f"--checkpoint {checkpoint_dir} and --output {output_dir}: give two separate directories "
+                              f"(neither inside the other)")
     unknown = [n for n in allow_changes if n not in IDENTITY_NAMES]
     if unknown:
         raise CheckpointError(f"--allow-change {unknown[0]!r}: not an identity field (fields: {', '.join(IDENTITY_NAMES)})")
     claim = Claim()
     try:
         _lock(checkpoint_dir, "checkpoint", claim)
-        if output_dir.resolve() != checkpoint_dir.resolve():
-            _lock(output_dir, "output directory", claim)
+        _lock(output_dir, "output directory", claim)
         _check_identity(checkpoint_dir, output_dir, identity, allow_changes, claim)
     except BaseException:
         claim.release()

@@ -107,6 +107,8 @@ def test_misused_directories_are_refused(tmp_path):
     with pytest.raises(CheckpointError, match="holds a stream's offsets but no replemu-identity.json"):
         claim_run(tmp_path / "old-ck", tmp_path / "out2", identity())
     assert not (tmp_path / "new-ck" / IDENTITY_FILE).exists()
+    with pytest.raises(CheckpointError, match="give two separate directories"):
+        claim_run(tmp_path / "both", tmp_path / "both" / "out", identity())
 
 
 def run_cli(*args, timeout=60):
