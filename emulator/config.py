@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
 from .bounds import INT32_MAX, INT64_MAX, short_repr
-from .steps import ACKS_VALUES, is_int, normalise_acks
+from .steps import is_acks, is_int, normalise_acks
 from .variants import KnobError, parse_knob_assignments
 
 
@@ -50,7 +50,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
                 "acks=all needs at least this many ISR members"),
     ConfigField("unclean_leader_election", lambda v: isinstance(v, bool), "a bool",
                 "may a replica outside the ISR become leader"),
-    ConfigField("acks", lambda v: v in ACKS_VALUES and not isinstance(v, bool), "one of all, 1, 0",
+    ConfigField("acks", is_acks, "one of all, 1, 0",
                 "default acks of produce steps", normalise_acks),
     ConfigField("hw_checkpoint", lambda v: v in ("every_step", "explicit"), "every_step or explicit",
                 "explicit: only checkpoint_hw steps persist the HW"),

@@ -107,7 +107,38 @@ def check_result_document(data: Any, source: str) -> list[dict[str, Any]]:
     results = data if isinstance(data, list) else [data]
     if not results or not all(isinstance(r, dict) and r.get("format") == RESULT_FORMAT and "final" in r for r in results):
         raise ResultFormatError(f"{source}: not a replemu result (format {RESULT_FORMAT})")
+    for number, r in enumerate(results, start=1):
+        where = f"{source}: result {number}" if len(results) > 1 else source
+        problem = _final_problem(r)
+        if problem:
+            raise ResultFormatError(f"{where}: {problem}")
     return results
+
+
+def _is_record(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 3 and _is_int(v[0]) and _is_int(v[1]) and isinstance(v[2], str)
+
+
+def _final_problem(r: dict[str, Any]) -> str | None:
+    """What makes a result's ``scenario`` and ``final`` unusable (its replicas, by the field table)."""
+    if not isinstance(r.get("scenario"), str):
+        return "scenario must be a string"
+    final = r["final"]
+    if not isinstance(final, dict) or not isinstance(final.get("replicas"), dict) or not final["replicas"]:
+        return "final.replicas must be a map of replica id to replica"
+    for rid, rep in final["replicas"].items():
+        if not str(rid).isdigit() or not isinstance(rep, dict):
+            return f"final.replicas: {str(rid)[:20]!r} must be a replica id with a map of fields"
+        for name, (what, ok) in REPLICA_FIELDS.items():
+            if name not in rep:
+                return f"final.replicas.{rid}: missing {name}"
+            if not ok(rep[name]):
+                return f"final.replicas.{rid}.{name} must be {what}"
+        if not all(_is_record(x) for x in rep["log"]):
+            return f"final.replicas.{rid}.log: each record must be [offset, epoch, value]"
+        if not all(len(x) == 2 and all(_is_int(y) for y in x) for x in rep["epoch_cache"]):
+            return f"final.replicas.{rid}.epoch_cache: each entry must be [epoch, start_offset]"
+    return None
 
 
 def dumps(obj: Any) -> str:

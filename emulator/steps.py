@@ -146,15 +146,18 @@ class ArgType(str, Enum):
 
     REPLICA = "a replica id (int)"
     REPLICA_LIST = "a list of replica ids"
-    EPOCH = "a non-negative int"
-    COUNT = "a non-negative int"
-    MILLIS = "a non-negative int (milliseconds)"
-    OFFSET = "a non-negative int"
+    EPOCH = "a leader epoch (int32, >= 0)"
+    COUNT = "a count (int32, >= 0)"
+    MILLIS = "milliseconds (int64, >= 0)"
+    OFFSET = "an offset (int64, >= 0)"
     BOOL = "a bool"
     STRING = "a string"
     STRING_LIST = "a list of strings"
     ACKS = "one of all, 1, 0"
     CHOICE = "one of"
+
+
+assert len({t.value for t in ArgType}) == len(ArgType.__members__), "ArgType values must differ (equal values alias members)"
 
 
 def is_int(v: Any) -> bool:
@@ -163,6 +166,11 @@ def is_int(v: Any) -> bool:
 
 _RANGE = {ArgType.EPOCH: INT32_MAX, ArgType.COUNT: INT32_MAX, ArgType.MILLIS: INT64_MAX, ArgType.OFFSET: INT64_MAX}
 ACKS_VALUES = ("all", "-1", "1", "0", -1, 1, 0)
+
+
+def is_acks(v: Any) -> bool:
+    """One of ``ACKS_VALUES`` as written (``1.0 == 1`` and ``True == 1`` in Python: neither is acks)."""
+    return (isinstance(v, str) or is_int(v)) and v in ACKS_VALUES
 
 
 def normalise_acks(v: Any) -> str:
@@ -304,7 +312,7 @@ def _value(arg: Arg, value: Any, replicas: tuple[int, ...]) -> Any:
             raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
         return tuple(value)
     if t is ArgType.ACKS:
-        if value not in ACKS_VALUES or isinstance(value, bool):
+        if not is_acks(value):
             raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
         return normalise_acks(value)
     if value not in arg.choices:

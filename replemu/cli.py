@@ -63,16 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compile", help="turn scenario files into event files for the streaming job")
     comp.add_argument("files", nargs="+", metavar="SCENARIO")
     comp.add_argument("--out", required=True, metavar="DIR")
-    comp.add_argument("--split", type=_positive, default=1, metavar="N", help="split every partition's rows over N files")
+    comp.add_argument("--split", type=_int_between(1, 10_000), default=1, metavar="N", help="split every partition's rows over N files")
     comp.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
 
     stream = sub.add_parser("stream", help="run the Spark Structured Streaming job")
     stream.add_argument("--input", metavar="DIR", help="event files (or use --workload)")
     stream.add_argument("--workload", metavar="PROFILE", help="generated events of a conf/workloads.yaml profile, no input files")
-    stream.add_argument("--partitions", type=_positive, metavar="N", help="with --workload: generated partitions")
-    stream.add_argument("--seed", type=int, metavar="S", help="with --workload: the root seed")
+    stream.add_argument("--partitions", type=_partitions, metavar="N", help="with --workload: generated partitions")
+    stream.add_argument("--seed", type=_seed, metavar="S", help="with --workload: the root seed")
     stream.add_argument("--steps-per-batch", type=_positive, default=20, metavar="K", help="with --workload: steps of every partition per micro-batch")
-    stream.add_argument("--max-steps", type=_positive, metavar="M", help="with --workload: stop after M steps per partition (needed by available-now)")
+    stream.add_argument("--max-steps", type=_steps, metavar="M", help="with --workload: stop after M steps per partition (needed by available-now)")
     stream.add_argument("--output", required=True, metavar="DIR")
     stream.add_argument("--checkpoint", required=True, metavar="DIR")
     stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES + ("all",),
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--trigger", default="available-now", help=TRIGGER_HELP)
     stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N")
     stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*])")
-    stream.add_argument("--gap-timeout-ms", type=_positive, default=60000,
+    stream.add_argument("--gap-timeout-ms", type=_millis, default=60000,
                         help="how long a partition waits for a missing sequence number before reporting it")
     stream.add_argument("--compact-min-records", type=_positive, default=None, metavar="N",
                         help="compact a partition's unchangeable log prefix after a step once it holds N records beyond the "
@@ -106,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     camp = sub.add_parser("campaign", help="run a seeded fault-injection campaign over generated partitions")
     camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",))
-    camp.add_argument("--partitions", type=_positive, required=True, metavar="N")
-    camp.add_argument("--seed", type=int, required=True, metavar="S")
+    camp.add_argument("--partitions", type=_partitions, required=True, metavar="N")
+    camp.add_argument("--seed", type=_seed, required=True, metavar="S")
     camp.add_argument("--profile", required=True, help="a profile of conf/workloads.yaml: clean, hard, unclean")
     camp.add_argument("--engine", choices=("spark", "local"), default="spark", help="spark (default) or the core alone")
     camp.add_argument("--out", default="out/campaigns", metavar="DIR", help="where example scenario files go")
@@ -130,14 +130,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be >= 1")
-    return value
+def _int_between(low: int, high: int):
+    """An argparse type: an integer from ``low`` to ``high`` (a typo of 10**30 partitions is refused, not run)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text[:40]} is out of range ({low} to {high:,})")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+_positive = _int_between(1, 2**31 - 1)
+_partitions = _int_between(1, 1_000_000)
+_seed = _int_between(-(2**63), 2**63 - 1)
+_millis = _int_between(1, 2**62)
+_steps = _int_between(1, 2**62)
 
 
 def _fail(message: str, status: int = EXIT_INVALID) -> int:
@@ -500,13 +513,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             from scenario_io.kafka_logs import seeder_for
 
             for i, s in enumerate(scenarios):
-                initial[i] = seeder_for(s.initial_state, args.from_dirs)
-                if initial[i]:
-                    initial[i](Replay(s.replicas, s.config, variant_named("kip320")))  # checks the broker ids
+                try:
+                    initial[i] = seeder_for(s.initial_state, args.from_dirs)
+                    if initial[i]:
+                        initial[i](Replay(s.replicas, s.config, variant_named("kip320")))  # checks the broker ids
+                except ScenarioError:
+                    raise
+                except ValueError as exc:  # ReplicaDirError
+                    return _fail(f"replemu: invalid initial state of {s.source}: {exc}")
     except ScenarioError as exc:
         return _fail(f"replemu: invalid scenario: {exc}")
-    except ValueError as exc:  # ReplicaDirError
-        return _fail(f"replemu: invalid initial state: {exc}")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     human = not args.json
     results, failures = [], []

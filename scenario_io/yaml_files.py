@@ -119,10 +119,14 @@ def parse_yaml_text(text: str, source: str, what: str = "file") -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+            line = text.count("\n", 0, exc.position) + 1
+            raise ScenarioError(f"{source}: invalid YAML: line {line}: character #x{exc.character:04x} "
+                                f"is not allowed in YAML (control characters)") from None
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
         problem = f"{context}, {problem}" if context and not isinstance(exc, _Refused) else problem
-        raise ScenarioError(f"{source}: invalid YAML: {where}{str(problem)[:200]}") from None
+        raise ScenarioError(f"{source}: invalid YAML: {where}{str(problem).splitlines()[0][:200] if str(problem) else ''}") from None
     except (ValueError, OverflowError) as exc:  # a scalar PyYAML cannot convert (an int of 5,000 digits)
         raise ScenarioError(f"{source}: invalid YAML: {str(exc)[:200]}") from None
     finally:
