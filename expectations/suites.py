@@ -125,12 +125,22 @@ def frames_from_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
 class BatchValidator:
     """Runs the suites on every micro-batch's frames; keeps GX's results for the Data Docs."""
 
-    def __init__(self, docs_dir: str | Path | None = None) -> None:
+    def __init__(self, docs_dir: str | Path | None = None, results_dir: str | Path | None = None) -> None:
+        """``results_dir``: keep GX's validation results there (JSON files), not in memory, so the
+        Data Docs built after a restart still show the batches validated before it."""
         import great_expectations as gx
-        from great_expectations.data_context.types.base import ProgressBarsConfig
+        from great_expectations.data_context.types.base import (
+            DataContextConfig, InMemoryStoreBackendDefaults, ProgressBarsConfig,
+        )
 
         self.gx = gx
-        self.context = gx.get_context(mode="ephemeral")
+        config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults())
+        if results_dir is not None:
+            config.stores[config.validation_results_store_name] = {
+                "class_name": "ValidationResultsStore",
+                "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(Path(results_dir).resolve())},
+            }
+        self.context = gx.get_context(project_config=config, mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.checks = build_checks()
         self.docs_dir = Path(docs_dir).resolve() if docs_dir else None  # GX resolves relative paths elsewhere
@@ -225,6 +235,7 @@ class BatchValidator:
         return self.docs_dir / "index.html"
 
 
+RESULTS_DIR = "gx_results"  # OUTPUT/gx_results: GX's validation results, read by every Data Docs build
 VALIDATION_COLUMNS = ("invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs")
 
 
@@ -251,7 +262,7 @@ class ExpectationsObserver:
 
     def validator(self, output_dir: Path) -> BatchValidator:
         if self._validator is None:
-            self._validator = BatchValidator(Path(output_dir) / "data_docs")
+            self._validator = BatchValidator(Path(output_dir) / "data_docs", Path(output_dir) / RESULTS_DIR)
         return self._validator
 
     def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
@@ -267,6 +278,8 @@ class ExpectationsObserver:
             self.finish(output_dir)
 
     def finish(self, output_dir: Path) -> None:
+        if self._validator is None and (Path(output_dir) / RESULTS_DIR).is_dir():
+            self.validator(output_dir)  # a start with no batch of its own still rebuilds the earlier starts' pages
         if self._validator is not None:
             try:
                 self._validator.build_docs()

@@ -166,3 +166,24 @@ def test_dashboard_renders_in_headless_chromium_without_script_errors(s1_streams
     ).stdout
     assert 'data-rendered="ok"' in dom and "data-error" not in dom
     assert dom.count("<path") >= 4  # LEO and HW lines of both replicas
+
+
+def test_data_docs_after_a_restart_still_show_the_batches_validated_before_it(spark, tmp_path):
+    """GX keeps its validation results on disk (OUTPUT/gx_results), so the Data Docs a restarted
+    job builds link every batch's page, not only the batches of its last start."""
+    compile_scenarios([S1], tmp_path / "all", split=3)
+    files = sorted((tmp_path / "all").iterdir())
+    events = tmp_path / "events"
+    events.mkdir()
+    for start, present in enumerate((files[:2], files[2:])):  # the second start finds one more file
+        for f in present:
+            shutil.copy2(f, events / f.name)
+        run_stream(events, tmp_path / "out", tmp_path / "ck", "hw", max_files_per_trigger=1, spark=spark, quiet=True,
+                   observer=ExpectationsObserver())
+    v = validations(tmp_path / "out")
+    assert set(v["batch_id"]) == {0, 1, 2}
+    docs = tmp_path / "out" / "data_docs"
+    pages = set(v["docs"])
+    assert all((docs / p).exists() for p in pages), sorted(p for p in pages if not (docs / p).exists())
+    index = (docs / "index.html").read_text()
+    assert all(f"batch-{b:06d}" in index for b in (0, 1, 2))
