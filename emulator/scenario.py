@@ -15,7 +15,7 @@ from .bounds import INT32_MAX, MAX_REPLICAS, short_repr
 from .config import Config, ConfigError, parse_config
 from .invariants import INVARIANT_NAMES
 from .result import CONTROLLER_FIELDS, LOSS_FIELDS, REPLICA_FIELDS
-from .steps import STEP_KINDS, Step, StepError, is_int, parse_step
+from .steps import STEP_KINDS, Step, StepError, is_int, is_text, parse_step
 from .variants import VARIANT_NAMES
 
 NAME_PATTERN = re.compile(r"^[a-z0-9._-]+$")
@@ -74,7 +74,7 @@ def _type_name(value: Any) -> str:
 
 
 def _is_str(v: Any) -> bool:
-    return isinstance(v, str)
+    return is_text(v)
 
 
 def _is_int_list(v: Any) -> bool:

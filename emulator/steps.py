@@ -164,6 +164,18 @@ def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def is_text(v: Any) -> bool:
+    """A string of Unicode text: UTF-8 can carry it (a lone surrogate, which a JSON or YAML
+    escape like ``\\ud800`` can produce, cannot be written to a log, a state row or a result)."""
+    if not isinstance(v, str):
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 _RANGE = {ArgType.EPOCH: INT32_MAX, ArgType.COUNT: INT32_MAX, ArgType.MILLIS: INT64_MAX, ArgType.OFFSET: INT64_MAX}
 ACKS_VALUES = ("all", "-1", "1", "0", -1, 1, 0)
 
@@ -304,11 +316,11 @@ def _value(arg: Arg, value: Any, replicas: tuple[int, ...]) -> Any:
             raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
         return value
     if t is ArgType.STRING:
-        if not isinstance(value, str):
+        if not is_text(value):
             raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
         return value
     if t is ArgType.STRING_LIST:
-        if not (isinstance(value, list) and all(isinstance(x, str) for x in value)):
+        if not (isinstance(value, list) and all(is_text(x) for x in value)):
             raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
         return tuple(value)
     if t is ArgType.ACKS:

@@ -26,6 +26,7 @@ import json
 from typing import Any, Iterable, Iterator
 
 from emulator.bounds import INT32_MAX, INT64_MAX
+from emulator.steps import is_text
 
 from .schemas import EVENT_FIELDS
 
@@ -48,7 +49,8 @@ def _field_problem(name: str, kind: str, value: Any) -> str | None:
     if value is None:
         return None
     if kind == "string":
-        return None if isinstance(value, str) else f"{name} must be a string"
+        return None if is_text(value) else f"{name} must be a string of Unicode text" + (
+            " (it holds a lone surrogate)" if isinstance(value, str) else "")
     if not isinstance(value, int) or isinstance(value, bool):
         return f"{name} must be an integer"
     low, high = _RANGES[kind]

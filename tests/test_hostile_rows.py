@@ -87,3 +87,14 @@ def test_unkeyed_rows_are_all_quarantined_in_an_order_that_does_not_depend_on_ar
     backward, _, _ = process_batch(None, None, list(reversed(rows)), None, "kip320")
     assert len(forward) == len(rows) and all(r["kind"] == "quarantine" and r["reason"] for r in forward)
     assert [(r["reason"], r["raw"]) for r in forward] == [(r["reason"], r["raw"]) for r in backward]
+
+
+def test_a_lone_surrogate_in_a_value_is_quarantined_not_a_failed_state_write():
+    """``"\\ud800"`` is valid JSON but not Unicode text: applied, it could not be written to the
+    state (UTF-8) and failed the query; it is a bad argument like any other."""
+    events = [{"topic": TOPIC, "partition": 0, **GOOD[0]},
+              {"topic": TOPIC, "partition": 0, "seq": 1, "type": "produce", "args": '{"value": "m\\ud800"}', "raw": None}]
+    rows, state, _ = process_batch(TOPIC, 0, events, None, "kip320")
+    (q,) = [r for r in rows if r["kind"] == "quarantine"]
+    assert q["seq"] == 1 and "'value' must be a string" in q["reason"]
+    to_tuple(state)  # the state encodes

@@ -61,7 +61,8 @@ def test_each_kind_of_undecodable_file_is_one_quarantine_row_naming_the_file_and
 def test_a_readable_file_keeps_its_good_lines_and_quarantines_each_bad_one_alone():
     lines = [GOOD_LINE, "", "{broken", "[1, 2]", json.dumps({"topic": "t", "partition": 2**31, "seq": 1}),
              json.dumps({"topic": "t", "partition": 0, "seq": 2**63}), json.dumps({"topic": 5, "partition": 0}),
-             json.dumps({"topic": "t", "partition": 0, "seq": 3, "type": "produce", "args": {"values": ["m"]}})]
+             json.dumps({"topic": "t", "partition": 0, "seq": 3, "type": "produce", "args": {"values": ["m"]}}),
+             '{"topic": "t\\ud800", "partition": 0, "seq": 4}']
     rows = decode_event_file("f.jsonl", ("\r\n".join(lines) + "\n").encode())
     good = [r for r in rows if r["_reason"] is None]
     assert [(r["seq"], r["type"]) for r in good] == [(1, "fetch"), (3, "produce")]
@@ -71,7 +72,8 @@ def test_a_readable_file_keeps_its_good_lines_and_quarantines_each_bad_one_alone
                        "unreadable row (f.jsonl line 4): not a JSON object",
                        "unreadable row (f.jsonl line 5): partition 2147483648 is out of range (0 to 2147483647)",
                        "unreadable row (f.jsonl line 6): seq 9223372036854775808 is out of range (0 to 9223372036854775807)",
-                       "unreadable row (f.jsonl line 7): topic must be a string"]
+                       "unreadable row (f.jsonl line 7): topic must be a string of Unicode text",
+                       "unreadable row (f.jsonl line 9): topic must be a string of Unicode text (it holds a lone surrogate)"]
 
 
 def test_event_parquet_files_decode_to_their_rows():
