@@ -254,14 +254,37 @@ def cmd_stream(args: argparse.Namespace) -> int:
         return _run_stream_queries(args, trigger, workload, Path)
 
 
+def _graceful_stop():
+    """SIGINT (Ctrl-C) or SIGTERM: finish the running micro-batch, then stop; a second one stops now.
+
+    Returns the event the job watches and a function restoring the previous handlers."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+
+    def on_signal(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(f"replemu stream: {signal.Signals(signum).name}: stopping after the running micro-batch "
+              f"(send it again to stop at once)", file=sys.stderr, flush=True)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    return stop, lambda: [signal.signal(sig, handler) for sig, handler in previous.items()]
+
+
 def _run_stream_queries(args: argparse.Namespace, trigger, workload, Path) -> int:
     from expectations.suites import ExpectationsObserver
     from streaming.job import build_spark, run_stream
 
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     spark = build_spark(args.master)
+    stop, restore = _graceful_stop()
     try:
         for protocol in protocols:
+            if stop.is_set():
+                break
             output = Path(args.output) / protocol if args.protocol == "all" else Path(args.output)
             checkpoint = Path(args.checkpoint) / protocol if args.protocol == "all" else Path(args.checkpoint)
             print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
@@ -269,7 +292,7 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, Path) -> in
                 stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
                                    max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms,
                                    spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(),
-                                   knobs=args.knobs, state_store=args.state_store)
+                                   knobs=args.knobs, state_store=args.state_store, stop=stop)
             except Exception as exc:  # the query failed: Spark's error, first lines only
                 if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
                     raise
@@ -279,7 +302,11 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, Path) -> in
                              f"command to continue", status=EXIT_FAILED)
             print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,log,summary,violations,losses,errors,quarantine}}; "
                   f"read them with: replemu results {output}", flush=True)
+            if stop.is_set():
+                print(f"stopped: every committed micro-batch is in the checkpoint {args.checkpoint}; "
+                      f"continue with the same command", flush=True)
     finally:
+        restore()
         spark.stop()
     return EXIT_OK
 

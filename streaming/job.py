@@ -346,8 +346,11 @@ def progress_listener(path: Path, query_name: str = "replemu"):
 
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
-               compact_min_records=None, observer=None, workload=None, knobs=None, state_store=None) -> list[BatchStats]:
-    """Run the job until the input is drained (available-now / once) or forever (processing-time).
+               compact_min_records=None, observer=None, workload=None, knobs=None, state_store=None,
+               stop=None) -> list[BatchStats]:
+    """Run the job until the input is drained (available-now / once) or forever (processing-time),
+    or until ``stop`` (a ``threading.Event``) is set: then the query is stopped between two
+    micro-batches — the one running finishes and commits first — and the run ends normally.
 
     Prints one progress line per micro-batch from Spark's query progress and the sink's counts.
     """
@@ -377,9 +380,18 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
                     if not quiet and not idle:  # no-data batches that only check timeouts stay silent
                         _print_progress(progress, by_id, out)
 
+        stop_after = None  # the micro-batch to finish before stopping
         while query.isActive:
             query.awaitTermination(0.5)
             drain()
+            if stop is not None and stop.is_set():
+                last = query.lastProgress["batchId"] if query.lastProgress else -1
+                if stop_after is None:
+                    stop_after = last + 1 if query.status["isTriggerActive"] else last
+                if last >= stop_after or not query.status["isTriggerActive"]:
+                    # The running micro-batch committed (a later one, just started, is abandoned
+                    # before its commit and runs again on restart): nothing is half-applied.
+                    query.stop()
         query.awaitTermination()  # re-raises a query failure
         drain()
         sink.finish()

@@ -1,0 +1,57 @@
+"""Ctrl-C (SIGINT to the whole process group, as a terminal sends it) ends an unbounded stream
+after its running micro-batch with exit 0; the same command continues from the checkpoint, and
+the results equal an uninterrupted run of the same steps."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from streaming.job import run_stream
+from streaming.results import read_results
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTITIONS, STEPS_PER_BATCH, SEED = 20, 5, 1
+
+
+def batches(out: Path) -> int:
+    progress = out / "progress.jsonl"
+    return len(progress.read_text().splitlines()) if progress.exists() else 0
+
+
+def run_until(tmp_path: Path, at_least: int) -> tuple[int, str, str]:
+    cmd = [sys.executable, "-m", "replemu", "stream", "--workload", "clean", "--partitions", str(PARTITIONS), "--seed", str(SEED),
+           "--steps-per-batch", str(STEPS_PER_BATCH), "--trigger", "processing-time=1s", "--protocol", "kip320",
+           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck")]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while batches(tmp_path / "out") < at_least:
+        assert proc.poll() is None, proc.stderr.read()[-2000:]
+        assert time.monotonic() < deadline, "no progress"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_stops_after_the_running_batch_and_the_same_command_continues(spark, tmp_path):
+    status, out, err = run_until(tmp_path, 2)
+    assert status == 0, err[-2000:]
+    assert "SIGINT: stopping after the running micro-batch" in err and "Traceback" not in err
+    assert "continue with the same command" in out
+    first = sorted(int(p.name.split("=")[1]) for p in (tmp_path / "out" / "summary").iterdir())
+    assert first == list(range(len(first)))  # every micro-batch it started was finished and committed
+
+    status, out, err = run_until(tmp_path, batches(tmp_path / "out") + 2)
+    assert status == 0, err[-2000:]
+    done = sorted(int(p.name.split("=")[1]) for p in (tmp_path / "out" / "summary").iterdir())
+    assert done == list(range(len(done))) and len(done) > len(first)
+
+    from scenario_io.profiles import load_profiles
+    from streaming.workload_source import workload_options
+
+    straight = workload_options(load_profiles()["clean"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * len(done))
+    run_stream(None, tmp_path / "straight", tmp_path / "straight-ck", "kip320", spark=spark, quiet=True, workload=straight)
+    assert read_results(tmp_path / "out") == read_results(tmp_path / "straight")
