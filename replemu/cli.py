@@ -205,8 +205,6 @@ def _input_problem(path: str | None, drains: bool) -> str | None:
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from scenario_io.profiles import load_profiles
     from streaming.checkpoint import CheckpointError, claim_run, run_identity
     from streaming.job import master_problem, read_spark_conf
@@ -251,7 +249,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         if workload is not None:
             print(f"workload: seed {args.seed}, profile {args.workload}, {args.partitions} partitions, "
                   f"{args.steps_per_batch} steps per partition per batch, max {args.max_steps or 'unbounded'}", flush=True)
-        return _run_stream_queries(args, trigger, workload, Path)
+        return _run_stream_queries(args, trigger, workload)
 
 
 def _graceful_stop():
@@ -274,7 +272,9 @@ def _graceful_stop():
     return stop, lambda: [signal.signal(sig, handler) for sig, handler in previous.items()]
 
 
-def _run_stream_queries(args: argparse.Namespace, trigger, workload, Path) -> int:
+def _run_stream_queries(args: argparse.Namespace, trigger, workload) -> int:
+    from pathlib import Path
+
     from expectations.suites import ExpectationsObserver
     from streaming.job import build_spark, run_stream
 

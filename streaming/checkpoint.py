@@ -59,6 +59,7 @@ IDENTITY_FIELDS: tuple[IdentityField, ...] = (
     IdentityField("state_schema_version", "the layout of a partition's state row", changeable=False),
 )
 IDENTITY_NAMES = tuple(f.name for f in IDENTITY_FIELDS)
+_CHANGEABLE = {f.name: f.changeable for f in IDENTITY_FIELDS}
 
 
 def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str | Path | None, workload: dict | None,
@@ -228,10 +229,10 @@ def _check_identity(checkpoint_dir: Path, output_dir: Path, identity: dict[str, 
         return
     recorded = doc["identity"]
     differences = identity_differences(recorded, identity)
-    refused = [n for n in differences if n not in allow or not next(f for f in IDENTITY_FIELDS if f.name == n).changeable]
+    refused = [n for n in differences if n not in allow or not _CHANGEABLE[n]]
     if refused:
         lines = [f"  {n}: checkpoint {_short(recorded.get(n))}, this run {_short(identity.get(n))}" for n in refused]
-        fixed = [n for n in refused if not next(f for f in IDENTITY_FIELDS if f.name == n).changeable]
+        fixed = [n for n in refused if not _CHANGEABLE[n]]
         hint = (f"a checkpoint's {', '.join(fixed)} cannot change: start a new checkpoint" if fixed else
                 "give the checkpoint's values, use a new checkpoint, or allow each difference with "
                 + " ".join(f"--allow-change {n}" for n in refused))
