@@ -25,6 +25,11 @@ def short_repr(value: Any, limit: int = QUOTE_LIMIT) -> str:
     return _cut(repr(value), limit)
 
 
+def short_list(items: list[str], limit: int = 10) -> str:
+    """The first ``limit`` items, comma-separated, and how many more there are."""
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
 def _small_repr(value: Any, depth: int) -> str:
     if isinstance(value, dict):
         if depth == 0:

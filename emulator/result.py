@@ -7,16 +7,13 @@ import json
 from typing import Any
 
 from .replica import Role
+from .steps import is_int as _is_int
 
 RESULT_FORMAT = 1
 
 
 class ResultFormatError(ValueError):
     pass
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _is_pairs(v: Any) -> bool:

@@ -16,6 +16,7 @@ import sys
 from typing import Sequence
 
 from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
+from emulator.bounds import short_list
 from emulator.variants import KNOBS, KnobError, parse_knob_assignments
 from scenario_io.yaml_files import load_scenario
 
@@ -348,9 +349,8 @@ def cmd_state(args: argparse.Namespace) -> int:
     states = [s for s in every if (args.topic is None or s["topic"] == args.topic) and (args.partition is None or s["partition"] == args.partition)]
     if not states and (args.topic is not None or args.partition is not None):
         known = [f"{s['topic']}/{s['partition']}" for s in every]
-        shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
         return _fail(f"replemu: error: no partition matches --topic {args.topic} --partition {args.partition} "
-                     f"in {args.checkpoint} (it holds {len(known)}: {shown})")
+                     f"in {args.checkpoint} (it holds {len(known)}: {short_list(known)})")
     print(dumps(states))
     return EXIT_OK
 

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from emulator.bounds import short_list
 from emulator.invariants import INVARIANT_NAMES
 from emulator.result import ResultFormatError, check_result_document
 
@@ -167,8 +168,7 @@ def write_dashboard(inputs: list[str | Path], output_dir: str | Path, chosen: st
     if chosen is not None:
         known = sorted({p[k] for r in runs for p in r["partitions"] for k in ("key", "scenario")})
         if chosen not in known:
-            shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
-            raise DashboardError(f"--partition {chosen!r}: no such partition or scenario in the inputs (known: {shown})")
+            raise DashboardError(f"--partition {chosen!r}: no such partition or scenario in the inputs (known: {short_list(known)})")
     page = out / "dashboard.html"
     page.write_text(render(runs, chosen), encoding="utf-8")
     return page

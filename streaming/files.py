@@ -57,6 +57,15 @@ def _field_problem(name: str, kind: str, value: Any) -> str | None:
     return None if low <= value <= high else f"{name} {value} is out of range ({low} to {high})"
 
 
+def _row_problem(row: dict[str, Any]) -> str | None:
+    """The first column of an event row that is not what ``EVENT_FIELDS`` says, or its missing key."""
+    for f in EVENT_FIELDS:
+        problem = _field_problem(f.name, f.type, row[f.name])
+        if problem:
+            return problem
+    return "missing topic or partition" if row["topic"] is None or row["partition"] is None else None
+
+
 def event_from_line(line: str, where: str) -> dict[str, Any]:
     """One JSON line as an event row, or as an unreadable row naming ``where`` and why."""
     try:
@@ -70,13 +79,9 @@ def event_from_line(line: str, where: str) -> dict[str, Any]:
         value = obj.get(f.name)
         if f.name == "args" and isinstance(value, (dict, list)):
             value = json.dumps(value, separators=(",", ":"))  # an args object written inline
-        problem = _field_problem(f.name, f.type, value)
-        if problem:
-            return _unreadable(line, f"unreadable row ({where}): {problem}")
         row[f.name] = value
-    if row["topic"] is None or row["partition"] is None:
-        return _unreadable(line, f"unreadable row ({where}): missing topic or partition")
-    return row
+    problem = _row_problem(row)
+    return _unreadable(line, f"unreadable row ({where}): {problem}") if problem else row
 
 
 def _json_lines(path: str, content: bytes) -> list[dict[str, Any]]:
@@ -125,10 +130,9 @@ def _parquet(path: str, content: bytes) -> list[dict[str, Any]]:
         return whole(f"a Parquet file whose event columns have other types ({str(exc)[:200]})")
     rows = []
     for number, row in enumerate(table.to_pylist(), start=1):
-        problems = [p for f in EVENT_FIELDS if (p := _field_problem(f.name, f.type, row[f.name]))]
-        problems += ["missing topic or partition"] if row["topic"] is None or row["partition"] is None else []
-        if problems:
-            rows.append(_unreadable(json.dumps(row, default=str), f"unreadable row ({path} row {number}): {problems[0]}"))
+        problem = _row_problem(row)
+        if problem:
+            rows.append(_unreadable(json.dumps(row, default=str), f"unreadable row ({path} row {number}): {problem}"))
         else:
             rows.append({**row, "_corrupt_record": None, "_reason": None})
     return rows
