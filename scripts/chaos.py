@@ -57,7 +57,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -70,6 +69,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+from processes import job_processes, kill_job  # noqa: E402
 
 KINDS = ("startup", "state", "sink", "commit")
 PHASE = {"state": 0, "sink": 1, "commit": 2}  # order of the micro-batch kinds inside one batch
@@ -162,34 +163,6 @@ def successor(kind: str, batch: int, batches: int) -> tuple[str, int] | None:
 # Processes and files
 
 
-def _proc_stat(pid: str) -> tuple[str, int, int] | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    rest = stat[stat.rindex(")") + 2:].split()
-    return rest[0], int(rest[1]), int(rest[3])  # state, ppid, session
-
-
-def session_processes(sid: int) -> list[tuple[int, int, str]]:
-    """(pid, ppid, command line) of the live processes of session ``sid``."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        st = _proc_stat(name)
-        if st is None or st[2] != sid or st[0] in ("Z", "X"):
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        out.append((int(name), st[1], cmd))
-    return out
-
-
 def snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
     """Every file and directory under ``roots``: path -> (inode, mtime)."""
     out = {}
@@ -245,6 +218,7 @@ class Job:
         self.t0 = time.monotonic()
         self._scan_at = 0.0
         self._procs: list[tuple[int, int, str]] = []
+        self.sessions = {self.proc.pid}
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
@@ -260,10 +234,10 @@ class Job:
         return str(path) in self.baseline
 
     def processes(self, fresh: bool = False) -> list[tuple[int, int, str]]:
-        """The session's processes, rescanned at most every SCAN_S."""
+        """The job's processes (its session and the JVM's), rescanned at most every SCAN_S."""
         now = time.monotonic()
         if fresh or now - self._scan_at >= SCAN_S:
-            self._procs, self._scan_at = session_processes(self.proc.pid), now
+            self._procs, self._scan_at = job_processes(self.sessions), now
         return self._procs
 
     def has(self, needle: str, forked: bool = False) -> bool:
@@ -272,23 +246,9 @@ class Job:
         return any(ppid in pids for _, ppid, _ in procs) if forked else bool(pids)
 
     def kill(self) -> None:
-        """SIGKILL the process group, then every process left in the session, by pid."""
-        sid = self.proc.pid
-        try:
-            os.killpg(sid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """SIGKILL every process of the job's session and of the JVM's, at once."""
+        kill_job(self.sessions)
         self.proc.wait()
-        deadline = time.monotonic() + 60
-        while rest := session_processes(sid):
-            for pid, _, _ in rest:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"processes of the killed job survive: {rest}")
-            time.sleep(0.05)
         self._log.close()
 
     def close(self) -> None:

@@ -90,6 +90,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import hostile  # noqa: E402
+from processes import kill_job  # noqa: E402
 
 MEMORY_LIMIT = 4 << 30
 # Runs `replemu` under an address-space limit (an expanded alias bomb must not take the machine).
@@ -111,10 +112,7 @@ def run_process(cmd: list[str], timeout: float, cwd: Path) -> tuple[int | None, 
         out, err = proc.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_job({proc.pid})
         out, err = proc.communicate()
         timed_out = True
     return (None if timed_out else proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
@@ -1132,7 +1130,7 @@ def run_checkpoint_row(args, table: Table, work: Path) -> None:
             try:
                 proc.wait(60)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill_job({proc.pid})
                 proc.wait()
         log.close()
     progress(row, total, total, table, started)

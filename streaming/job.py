@@ -74,9 +74,30 @@ def build_spark(master: str | None = None, conf_path: str | Path | None = None, 
         conf.pop("spark.master", None)  # launched by spark-submit: its --master wins
     for key, value in conf.items():
         builder = builder.config(key, value)
+    _launch_jvm_in_own_session(app_name, conf)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _launch_jvm_in_own_session(app_name: str, conf: dict[str, str]) -> None:
+    """Start the driver's JVM in a session of its own, unless one runs already.
+
+    pyspark starts the JVM with SIGINT ignored so that Ctrl-C reaches only Python, but the
+    Python workers the JVM forks restore SIGINT: a terminal's Ctrl-C (sent to the whole
+    foreground process group) killed a running task, and the "finish the running micro-batch"
+    stop failed.  In its own session nothing the terminal sends reaches the JVM or its workers;
+    they end when this process ends (the JVM exits when its stdin, a pipe from here, closes).
+    Under spark-submit the JVM exists already (PYSPARK_GATEWAY_PORT) and this does nothing."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if getattr(SparkContext, "_gateway", None) is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    spark_conf = SparkConf().setAppName(app_name)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    SparkContext._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs={"start_new_session": True}))
 
 
 STATE_STORES = {

@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 import hostile
+from processes import kill_job
 from replemu.cli import main
 
 CASE_SECONDS = 5.0  # one in-process run of a hostile file (or a bad command line)
@@ -151,7 +152,7 @@ def _cli_subprocess(argv: list[str], cwd: Path, timeout: float):
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err, time.monotonic() - start, False
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_job({proc.pid})
         out, err = proc.communicate()
         return None, out, err, time.monotonic() - start, True
 

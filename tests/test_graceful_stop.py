@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from processes import job_processes
 from streaming.job import run_stream
 from streaming.results import read_results
 
@@ -21,6 +22,13 @@ def batches(out: Path) -> int:
     return len(progress.read_text().splitlines()) if progress.exists() else 0
 
 
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 def run_until(tmp_path: Path, at_least: int) -> tuple[int, str, str]:
     cmd = [sys.executable, "-m", "replemu", "stream", "--workload", "clean", "--partitions", str(PARTITIONS), "--seed", str(SEED),
            "--steps-per-batch", str(STEPS_PER_BATCH), "--trigger", "processing-time=1s", "--protocol", "kip320",
@@ -31,6 +39,13 @@ def run_until(tmp_path: Path, at_least: int) -> tuple[int, str, str]:
         assert proc.poll() is None, proc.stderr.read()[-2000:]
         assert time.monotonic() < deadline, "no progress"
         time.sleep(0.2)
+    # Ctrl-C in a terminal goes to its foreground process group: only the driver may be in it; a
+    # JVM or Python worker there would die with the running micro-batch (pyspark's workers reset
+    # SIGINT to raise KeyboardInterrupt)
+    procs = job_processes({proc.pid})
+    assert any("java" in cmd for _, _, cmd in procs) and any("pyspark.daemon" in cmd for _, _, cmd in procs), procs
+    in_group = [cmd for pid, _, cmd in procs if _pgid(pid) == proc.pid]
+    assert not [cmd for cmd in in_group if "java" in cmd or "pyspark" in cmd], in_group
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
     out, err = proc.communicate(timeout=120)
     return proc.returncode, out, err

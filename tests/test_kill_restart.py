@@ -2,13 +2,12 @@
 from its checkpoint: the outputs are byte-identical to an uninterrupted run — nothing lost,
 nothing applied twice."""
 
-import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from processes import kill_job
 from streaming.job import run_stream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +26,7 @@ def workload():
 
 
 def start_cli(out: Path) -> subprocess.Popen:
-    """``replemu stream`` in its own process group, so a kill takes the JVM and workers with it."""
+    """``replemu stream`` in its own session, so a kill can find the JVM and workers (see tests/processes.py)."""
     cmd = [sys.executable, "-m", "replemu", "stream", "--workload", "clean", "--partitions", str(PARTITIONS),
            "--seed", str(SEED), "--steps-per-batch", str(STEPS_PER_BATCH), "--max-steps", str(MAX_STEPS),
            "--protocol", "kip320", "--output", str(out / "output"), "--checkpoint", str(out / "checkpoint")]
@@ -45,7 +44,7 @@ def kill_when(proc: subprocess.Popen, ready, timeout_s: float = 300) -> None:
         assert proc.poll() is None, f"the job ended before the kill point: {proc.stderr.read().decode()[-2000:]}"
         assert time.monotonic() < deadline, "the kill point never came"
         time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
+    kill_job({proc.pid})  # driver, JVM and Python workers at once
     proc.wait()
 
 
