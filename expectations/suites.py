@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -229,10 +230,200 @@ class BatchValidator:
         return sorted(set(rows))
 
     def build_docs(self) -> Path | None:
+        """GX (re)builds every page; then the pages are made to work offline (``make_docs_offline``)."""
         if not self.docs_dir:
             return None
         self.context.build_data_docs(site_names=["replemu"])
+        for url, pages in sorted(make_docs_offline(self.docs_dir).items()):
+            print(f"replemu: Data Docs: {len(pages)} page(s) load {url} from the network (not in "
+                  f"expectations.suites.OFFLINE_URLS), e.g. {pages[0]}", file=sys.stderr)
         return self.docs_dir / "index.html"
+
+
+# --- Data Docs that work offline ----------------------------------------------------------------
+# GX 1.24.1's page templates load their CSS, scripts and fonts from CDNs, and cannot be overridden.
+# After every build the pages are rewritten to load copies that ship with this package
+# (expectations/data/docs_assets/, fetched from the npm registry by scripts/vendor_docs_assets.sh
+# and copied to data_docs/static/vendor/), by paths relative to each page, so the docs work opened
+# from disk (file://) and served over HTTP.
+
+VENDOR_DIR = "static/vendor"  # under data_docs/: <npm package>/<version>/<path in the package>
+
+# Every URL a GX 1.24.1 page loads from the network -> the file under data_docs/ that replaces it.
+# A vendored path names the npm package, its version and the file in the package
+# (scripts/vendor_docs_assets.sh fetches exactly these). Floating jsdelivr versions (vega@5 …) are
+# pinned to the release they resolved to when vendored (the file jsdelivr serves: package.json's
+# "jsdelivr" field); bootstrap-prefers-dark.css is replaced by the same release's minified twin
+# (the unminified one carries a 700 KB inline source map); GX's S3 logos by GX's own copy of its
+# logo, which every build writes to static/images/.
+OFFLINE_URLS: dict[str, str] = {
+    "https://maxcdn.bootstrapcdn.com/bootstrap/4.3.1/css/bootstrap.min.css":
+        "static/vendor/bootstrap/4.3.1/dist/css/bootstrap.min.css",
+    "https://stackpath.bootstrapcdn.com/bootstrap/4.3.1/js/bootstrap.min.js":
+        "static/vendor/bootstrap/4.3.1/dist/js/bootstrap.min.js",
+    "https://code.jquery.com/jquery-3.7.1.min.js":
+        "static/vendor/jquery/3.7.1/dist/jquery.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/popper.js/1.12.9/umd/popper.min.js":
+        "static/vendor/popper.js/1.12.9/dist/umd/popper.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/font-awesome/6.6.0/css/all.min.css":
+        "static/vendor/@fortawesome/fontawesome-free/6.6.0/css/all.min.css",
+    "https://unpkg.com/bootstrap-table@1.19.1/dist/bootstrap-table.min.css":
+        "static/vendor/bootstrap-table/1.19.1/dist/bootstrap-table.min.css",
+    "https://unpkg.com/bootstrap-table@1.19.1/dist/bootstrap-table.min.js":
+        "static/vendor/bootstrap-table/1.19.1/dist/bootstrap-table.min.js",
+    "https://unpkg.com/bootstrap-table@1.19.1/dist/extensions/filter-control/bootstrap-table-filter-control.min.js":
+        "static/vendor/bootstrap-table/1.19.1/dist/extensions/filter-control/bootstrap-table-filter-control.min.js",
+    "https://unpkg.com/bootstrap-table@1.19.0/dist/extensions/filter-control/bootstrap-table-filter-control.css":
+        "static/vendor/bootstrap-table/1.19.0/dist/extensions/filter-control/bootstrap-table-filter-control.css",
+    "https://unpkg.com/bootstrap-table@1.19.0/dist/extensions/filter-control/bootstrap-table-filter-control.min.css":
+        "static/vendor/bootstrap-table/1.19.0/dist/extensions/filter-control/bootstrap-table-filter-control.min.css",
+    "https://cdnjs.cloudflare.com/ajax/libs/bootstrap-datepicker/1.9.0/css/bootstrap-datepicker.min.css":
+        "static/vendor/bootstrap-datepicker/1.9.0/dist/css/bootstrap-datepicker.min.css",
+    "https://cdnjs.cloudflare.com/ajax/libs/bootstrap-datepicker/1.9.0/js/bootstrap-datepicker.min.js":
+        "static/vendor/bootstrap-datepicker/1.9.0/dist/js/bootstrap-datepicker.min.js",
+    "https://cdn.jsdelivr.net/npm/@forevolve/bootstrap-dark@1.1.0/dist/css/bootstrap-prefers-dark.css":
+        "static/vendor/@forevolve/bootstrap-dark/1.1.0/dist/css/bootstrap-prefers-dark.min.css",
+    "https://cdn.jsdelivr.net/npm/vega@5": "static/vendor/vega/5.33.1/build/vega.min.js",
+    "https://cdn.jsdelivr.net/npm/vega-lite@5": "static/vendor/vega-lite/5.23.0/build/vega-lite.min.js",
+    "https://cdn.jsdelivr.net/npm/vega-embed@6": "static/vendor/vega-embed/6.29.0/build/vega-embed.min.js",
+    "https://great-expectations-web-assets.s3.us-east-2.amazonaws.com/logo-long.png": "static/images/logo-long.png",
+    "https://great-expectations-web-assets.s3.us-east-2.amazonaws.com/full_logo_dark.png": "static/images/logo-long.png",
+}
+
+# Files the vendored files load themselves (no page names them): font-awesome's CSS loads its
+# webfonts. Only the WOFF2 faces ship: all.min.css lists each face as woff2 first and a TrueType
+# fallback second, which only a browser without WOFF2 support (none current) would fetch.
+VENDORED_DEPENDENCIES: tuple[str, ...] = tuple(
+    f"static/vendor/@fortawesome/fontawesome-free/6.6.0/webfonts/{face}.woff2"
+    for face in ("fa-brands-400", "fa-regular-400", "fa-solid-900", "fa-v4compatibility"))
+
+
+def vendored_files() -> list[tuple[str, str, str]]:
+    """(npm package, version, path in the package) of every vendored file but the licenses: what
+    ``scripts/vendor_docs_assets.sh`` fetches."""
+    files = set()
+    for path in [*OFFLINE_URLS.values(), *VENDORED_DEPENDENCIES]:
+        if path.startswith(VENDOR_DIR + "/"):
+            parts = path[len(VENDOR_DIR) + 1:].split("/")
+            n = 2 if parts[0].startswith("@") else 1  # a scoped package: @scope/name
+            files.add(("/".join(parts[:n]), parts[n], "/".join(parts[n + 1:])))
+    return sorted(files)
+
+
+_URL = re.compile(r"""https?://[^\s"'()<>\\]+""")
+_VENDORED_TAG = re.compile(r"<(?:script|link)\s[^>]*\b(?:src|href)=\"(?:\.\./)*static/vendor/[^>]*>")
+_SRI_ATTR = re.compile(r"\s+(?:integrity|crossorigin)=\"[^\"]*\"")
+_STATIC = re.compile("static/")
+_BEFORE_STATIC = ('src="', "src='", 'href="', "href='", "url(", "url('", 'url("')
+_LINK_START = re.compile(r"<a\s")
+_NAMESPACE_END = re.compile(r"\bxmlns(?::\w+)?=[\"']$")
+
+
+def offline_page(text: str, depth: int) -> tuple[str, list[str]]:
+    """A GX page's text with every CDN URL of ``OFFLINE_URLS`` replaced by the relative path of its
+    copy (``depth``: how many directories the page is below data_docs/), and the URLs it still
+    loads from the network (any outside an ``<a …>`` link tag or an XML namespace).
+    Deterministic and idempotent.
+
+    The two scripts GX loads with ``integrity``/``crossorigin`` lose both: a page opened from disk
+    has an opaque origin, and Chromium refuses a CORS or integrity-checked load from it (the
+    vendored bytes are checked against those hashes when they are fetched). Every reference to
+    data_docs/static/ gets the page's own depth: GX's favicon link on a validation page is one
+    ``../`` short."""
+    prefix = "../" * depth
+
+    def local(m: re.Match) -> str:
+        url = m.group(0)
+        path = OFFLINE_URLS.get(url.split("#")[0].split("?")[0])  # GX adds ?d=<build time> to its logo
+        return prefix + path if path else url
+
+    text = _URL.sub(local, text)
+    text = _static_refs(text, prefix)
+    text = _VENDORED_TAG.sub(lambda m: _SRI_ATTR.sub("", m.group(0)), text)
+    return text, sorted({m.group(0) for m in _URL.finditer(text) if not _in_link(text, m.start())})
+
+
+def _static_refs(text: str, prefix: str) -> str:
+    """Every ``src=``/``href=``/``url(`` reference ``(../)*static/…`` made ``prefix + static/…``."""
+    parts, done = [], 0
+    for m in _STATIC.finditer(text):  # a literal: scanning ~100 KB pages this way takes microseconds
+        start = m.start()
+        while start >= 3 and text.startswith("../", start - 3):
+            start -= 3
+        if start >= done and text[max(0, start - 6):start].endswith(_BEFORE_STATIC) and text[start:m.start()] != prefix:
+            parts += [text[done:start], prefix]
+            done = m.start()
+    return "".join(parts) + text[done:] if parts else text
+
+
+def _in_link(text: str, at: int) -> bool:
+    """Whether position ``at`` lies inside an ``<a …>`` tag (a link the reader may follow) or is an
+    XML namespace name: neither is loaded."""
+    lt = text.rfind("<", 0, at)
+    inside_tag = lt >= 0 and text.find(">", lt, at) < 0
+    return (inside_tag and _LINK_START.match(text, lt) is not None) or _NAMESPACE_END.search(text, max(0, at - 40), at) is not None
+
+
+def _docs_assets():
+    from importlib.resources import files
+
+    return files("expectations") / "data" / "docs_assets"
+
+
+def install_docs_assets(docs_dir: Path) -> int:
+    """Copy the vendored files (MANIFEST.txt lists them, with the licenses) to
+    ``docs_dir/static/vendor/`` unless a file is there already with the same content; returns how
+    many were written."""
+    import hashlib
+
+    source = _docs_assets()
+    target = Path(docs_dir) / VENDOR_DIR
+    manifest = source.joinpath("MANIFEST.txt").read_bytes()
+    written = 0
+    for name, digest in [("MANIFEST.txt", hashlib.sha256(manifest).hexdigest()), *_manifest_files(manifest.decode())]:
+        dest = target / name
+        try:
+            if hashlib.sha256(dest.read_bytes()).hexdigest() == digest:
+                continue
+        except OSError:
+            pass
+        data = source.joinpath(name).read_bytes()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, dest)
+        written += 1
+    return written
+
+
+def _manifest_files(manifest: str) -> list[tuple[str, str]]:
+    """(path under docs_assets/, sha256) of every line of MANIFEST.txt: package version file sha256."""
+    rows = []
+    for line in manifest.splitlines():
+        if line.strip() and not line.startswith("#"):
+            package, version, file, digest = line.split()
+            rows.append((f"{package}/{version}/{file}", digest))
+    return rows
+
+
+def make_docs_offline(docs_dir: Path) -> dict[str, list[str]]:
+    """Install the vendored assets into ``docs_dir`` and rewrite every page (GX rewrites all of them
+    at every build) to load them; a page is written only when its text changes. Returns each URL
+    a page still loads from the network -> the pages (relative paths) that do."""
+    docs_dir = Path(docs_dir)
+    install_docs_assets(docs_dir)
+    remaining: dict[str, list[str]] = {}
+    for page in sorted(docs_dir.rglob("*.html")):
+        rel = page.relative_to(docs_dir)
+        text = page.read_bytes().decode("utf-8")
+        new, urls = offline_page(text, len(rel.parts) - 1)
+        if new != text:
+            tmp = page.with_name(page.name + ".tmp")
+            tmp.write_bytes(new.encode("utf-8"))
+            os.replace(tmp, page)
+        for url in urls:
+            remaining.setdefault(url, []).append(rel.as_posix())
+    return remaining
 
 
 RESULTS_DIR = "gx_results"  # OUTPUT/gx_results: GX's validation results, read by every Data Docs build

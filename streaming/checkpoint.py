@@ -52,7 +52,8 @@ IDENTITY_FIELDS: tuple[IdentityField, ...] = (
     IdentityField("knobs", "the --knob settings over the variant's preset"),
     IdentityField("input", "the event directory (absolute), or null for a workload"),
     IdentityField("workload", "the generated workload: profile, its digest, seed, partitions, steps per batch"),
-    IdentityField("shuffle_partitions", "spark.sql.shuffle.partitions when the checkpoint was created (Spark keeps it)"),
+    IdentityField("shuffle_partitions", "the number of state partitions (spark.sql.shuffle.partitions), chosen when the "
+                                        "checkpoint was created; Spark fixes it in the checkpoint", changeable=False),
     IdentityField("state_store", "the state store provider (Spark keeps the first one)"),
     IdentityField("compact_min_records", "records beyond the last compaction that trigger one"),
     IdentityField("gap_timeout_ms", "how long a partition waits for a missing sequence number"),
@@ -60,6 +61,7 @@ IDENTITY_FIELDS: tuple[IdentityField, ...] = (
 )
 IDENTITY_NAMES = tuple(f.name for f in IDENTITY_FIELDS)
 _CHANGEABLE = {f.name: f.changeable for f in IDENTITY_FIELDS}
+CHANGEABLE_IDENTITY = tuple(f.name for f in IDENTITY_FIELDS if f.changeable)
 
 
 def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str | Path | None, workload: dict | None,

@@ -144,3 +144,26 @@ def test_replemu_state_of_a_missing_or_empty_checkpoint_is_a_clear_error(tmp_pat
     (tmp_path / "all" / "kip320" / "offsets").mkdir(parents=True)
     assert main(["state", str(tmp_path / "all")]) == 2
     assert "holds one checkpoint per variant (kip320)" in capsys.readouterr().err
+
+
+def test_a_new_checkpoint_gets_the_masters_cores_as_state_partitions_and_a_restart_reads_them_back(tmp_path, capsys):
+    from argparse import Namespace
+
+    from replemu.cli import _shuffle_partitions
+
+    def chosen(master, flag=None, remote=None, ck=tmp_path / "new"):
+        return _shuffle_partitions(Namespace(checkpoint=str(ck), master=master, shuffle_partitions=flag, remote=remote))
+
+    assert chosen("local[3]") == 3 and chosen("local-cluster[2,2,1024]") == 4 and chosen("local[*]") == os.cpu_count()
+    assert chosen("local[3]", flag=7) == 7
+    ck = tmp_path / "ck"
+    claim_run(ck, tmp_path / "out", identity(shuffle_partitions=5)).release()
+    assert chosen("local[3]", ck=ck) == 5  # the checkpoint's, whatever the master now has
+    with pytest.raises(CheckpointError, match="give --shuffle-partitions N for --master spark://h:7077"):
+        chosen("spark://h:7077")
+    assert chosen("spark://h:7077", ck=ck) == 5
+    # on a cluster master a new checkpoint needs the flag: refused before Spark starts
+    start = time.monotonic()
+    assert main(["stream", "--workload", "clean", "--partitions", "2", "--seed", "1", "--max-steps", "5", "--protocol", "hw",
+                 "--master", "spark://h:7077", "--output", str(tmp_path / "o2"), "--checkpoint", str(tmp_path / "c2")]) == 2
+    assert "give --shuffle-partitions N" in capsys.readouterr().err and time.monotonic() - start < 10

@@ -12,7 +12,9 @@ import pytest
 
 from emulator.invariants import INVARIANT_NAMES
 from replemu.dashboard import write_dashboard
-from expectations.suites import BatchValidator, ExpectationsObserver, build_checks
+from expectations.suites import (
+    OFFLINE_URLS, BatchValidator, ExpectationsObserver, build_checks, make_docs_offline, offline_page, vendored_files,
+)
 from replemu.compile import compile_scenarios
 from streaming.job import run_stream
 
@@ -187,3 +189,137 @@ def test_data_docs_after_a_restart_still_show_the_batches_validated_before_it(sp
     assert all((docs / p).exists() for p in pages), sorted(p for p in pages if not (docs / p).exists())
     index = (docs / "index.html").read_text()
     assert all(f"batch-{b:06d}" in index for b in (0, 1, 2))
+
+
+# --- Data Docs offline: GX's pages load their CSS, scripts and fonts from CDNs; every build rewrites
+# them to load the copies shipped in expectations/data/docs_assets (static/vendor/ under data_docs).
+
+class _Loads(HTMLParser):
+    """What a page loads: src-like attributes, <link href>, url(...) in styles; links are not loads."""
+
+    def __init__(self):
+        super().__init__()
+        self.loads, self._style = [], False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.loads += [a[k] for k in ("src", "data", "poster") if a.get(k)]
+        self.loads += [u.strip().split(" ")[0] for u in (a.get("srcset") or "").split(",") if u.strip()]
+        if tag == "link" and a.get("href"):
+            self.loads.append(a["href"])
+        self.loads += re.findall(r"url\(\s*['\"]?([^'\")]+)", a.get("style") or "")
+        self._style = tag == "style"
+
+    def handle_data(self, data):
+        if self._style:
+            self.loads += re.findall(r"url\(\s*['\"]?([^'\")]+)", data)
+
+    def handle_endtag(self, tag):
+        self._style = False
+
+
+def network_urls(text: str) -> list[str]:
+    """Every http(s) URL of a page outside an ``<a …>`` tag (a link the reader may follow; an XML
+    namespace is no load either): in src=, <link href>, url(...), inline scripts or anywhere else."""
+    text = re.sub(r"<a\s[^>]*>|\bxmlns(?::\w+)?=\"[^\"]*\"", " ", text)
+    return re.findall(r"https?://[^\s\"'()<>]+", text)
+
+
+def test_data_docs_pages_load_nothing_from_the_network_and_every_asset_is_there(s1_streams):
+    for protocol in ("hw", "kip320"):
+        docs = s1_streams / protocol / "data_docs"
+        pages = sorted(docs.rglob("*.html"))
+        assert docs / "index.html" in pages and any("validations" in p.parts for p in pages)
+        for page in pages:
+            text = page.read_text()
+            assert network_urls(text) == [], page
+            parser = _Loads()
+            parser.feed(text)
+            assert parser.loads, page
+            for url in parser.loads:
+                assert not url.startswith("//") and ":" not in url.split("/")[0], (page, url)  # no scheme, no host
+                assert (page.parent / url.split("?")[0].split("#")[0]).resolve().is_file(), (page, url)
+
+
+def test_data_docs_rewrite_is_deterministic_idempotent_and_names_what_it_does_not_know(tmp_path):
+    page = ('<link rel="stylesheet" href="https://maxcdn.bootstrapcdn.com/bootstrap/4.3.1/css/bootstrap.min.css"/>\n'
+            '<script src="https://stackpath.bootstrapcdn.com/bootstrap/4.3.1/js/bootstrap.min.js" integrity="sha384-x" '
+            'crossorigin="anonymous"></script>\n'
+            '<img src="https://great-expectations-web-assets.s3.us-east-2.amazonaws.com/logo-long.png?d=20261123T160125.424020Z"/>\n'
+            '<script src="https://cdn.example.org/new-lib@2/x.js"></script>\n'
+            "<style>a { background: url('https://cdn.example.org/bg.png') }</style>\n"
+            '<link rel="shortcut icon" href="../../../static/images/favicon.ico" type="image/x-icon"/>\n'
+            '<a href="https://greatexpectations.io">Great Expectations</a>\n')
+    text, unknown = offline_page(page, 4)
+    assert '<link rel="shortcut icon" href="../../../../static/images/favicon.ico"' in text  # GX's is a level short
+    assert '<link rel="stylesheet" href="../../../../static/vendor/bootstrap/4.3.1/dist/css/bootstrap.min.css"/>' in text
+    assert '<script src="../../../../static/vendor/bootstrap/4.3.1/dist/js/bootstrap.min.js"></script>' in text
+    assert '<img src="../../../../static/images/logo-long.png"/>' in text  # GX's build time dropped with the URL
+    assert unknown == ["https://cdn.example.org/bg.png", "https://cdn.example.org/new-lib@2/x.js"]
+    assert offline_page(page, 4) == (text, unknown) and offline_page(text, 4) == (text, unknown)
+    assert offline_page(page, 0)[0].count('"static/vendor/') == 2
+
+    # The build installs the assets once and reports the pages that still load something.
+    docs = tmp_path / "data_docs"
+    (docs / "validations" / "s").mkdir(parents=True)
+    (docs / "validations" / "s" / "p.html").write_text(page)
+    assert make_docs_offline(docs) == {url: ["validations/s/p.html"] for url in unknown}
+    before = {f: f.read_bytes() for f in docs.rglob("*") if f.is_file()}
+    assert make_docs_offline(docs) == {url: ["validations/s/p.html"] for url in unknown}
+    assert {f: f.read_bytes() for f in docs.rglob("*") if f.is_file()} == before
+    # Every file the table names ships (scripts/vendor_docs_assets.sh was run after the last edit).
+    shipped = {tuple(line.split()[:3]) for line in (docs / "static/vendor/MANIFEST.txt").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert set(vendored_files()) <= shipped
+    assert all((docs / path).is_file() for path in OFFLINE_URLS.values() if path.startswith("static/vendor/"))
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="Debian's chromium is installed by scripts/test.sh")
+def test_data_docs_render_offline_in_headless_chromium(s1_streams):
+    """index.html and a failed batch's validation page, opened from disk: nothing requested beyond
+    file://, no failed request, no console error, Bootstrap's CSS, its scripts and font-awesome's
+    icons in effect (in the light and the dark colour scheme)."""
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    docs = s1_streams / "hw" / "data_docs"
+    v = validations(s1_streams / "hw")
+    failed = docs / sorted(v[~v["success"]]["docs"])[0]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_FLAGS)
+        try:
+            for scheme, page_path in (("light", docs / "index.html"), ("light", failed), ("dark", failed)):
+                context = browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
+                page = context.new_page()
+                problems = []
+                page.on("requestfailed", lambda r: problems.append(f"failed: {r.url} {r.failure}"))
+                page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+                page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+
+                def only_files(route):
+                    if route.request.url.startswith("file:"):
+                        route.continue_()
+                    else:  # never reaches the network, even on a machine that has one
+                        problems.append(f"network: {route.request.url}")
+                        route.abort()
+
+                page.route("**/*", only_files)
+                page.goto(page_path.as_uri(), wait_until="load")
+                page.evaluate("document.fonts.ready.then(() => true)")
+                seen = page.evaluate("""() => ({
+                    bodyMargin: getComputedStyle(document.body).marginTop,
+                    navbar: getComputedStyle(document.querySelector('.navbar')).display,
+                    padding: getComputedStyle(document.querySelector('.container-fluid')).paddingLeft,
+                    scripts: typeof jQuery === 'function' && typeof jQuery.fn.bootstrapTable === 'function'
+                             && typeof jQuery.fn.tooltip === 'function' && typeof vegaEmbed === 'function',
+                    icon: getComputedStyle(document.querySelector('.fas'), '::before').fontFamily,
+                    iconFont: [...document.fonts].some(f => f.family.includes('Font Awesome 6 Free') && f.status === 'loaded'),
+                })""")
+                context.close()
+                assert problems == [], (scheme, page_path.name, problems)
+                assert seen == {"bodyMargin": "0px", "navbar": "flex", "padding": "48px", "scripts": True,
+                                "icon": '"Font Awesome 6 Free"', "iconFont": True}, (scheme, page_path.name)
+        finally:
+            browser.close()

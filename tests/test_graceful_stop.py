@@ -2,6 +2,7 @@
 after its running micro-batch with exit 0; the same command continues from the checkpoint, and
 the results equal an uninterrupted run of the same steps."""
 
+import json
 import os
 import signal
 import subprocess
@@ -29,11 +30,14 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
-def run_until(tmp_path: Path, at_least: int) -> tuple[int, str, str]:
-    cmd = [sys.executable, "-m", "replemu", "stream", "--workload", "clean", "--partitions", str(PARTITIONS), "--seed", str(SEED),
-           "--steps-per-batch", str(STEPS_PER_BATCH), "--trigger", "processing-time=1s", "--protocol", "kip320",
-           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck")]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+def command(tmp_path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "replemu", "stream", "--workload", "clean", "--partitions", str(PARTITIONS), "--seed", str(SEED),
+            "--steps-per-batch", str(STEPS_PER_BATCH), "--trigger", "processing-time=1s", "--protocol", "kip320",
+            "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"), *extra]
+
+
+def run_until(tmp_path: Path, at_least: int, *extra: str) -> tuple[int, str, str]:
+    proc = subprocess.Popen(command(tmp_path, *extra), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 240
     while batches(tmp_path / "out") < at_least:
         assert proc.poll() is None, proc.stderr.read()[-2000:]
@@ -52,15 +56,22 @@ def run_until(tmp_path: Path, at_least: int) -> tuple[int, str, str]:
 
 
 def test_ctrl_c_stops_after_the_running_batch_and_the_same_command_continues(spark, tmp_path):
-    status, out, err = run_until(tmp_path, 2)
+    status, out, err = run_until(tmp_path, 2, "--shuffle-partitions", "3")
     assert status == 0, err[-2000:]
+    assert "3 state partitions" in out
     assert "SIGINT: stopping after the running micro-batch" in err and "Traceback" not in err
     assert "continue with the same command" in out
     first = sorted(int(p.name.split("=")[1]) for p in (tmp_path / "out" / "summary").iterdir())
     assert first == list(range(len(first)))  # every micro-batch it started was finished and committed
 
-    status, out, err = run_until(tmp_path, batches(tmp_path / "out") + 2)
+    status, out, err = run_until(tmp_path, batches(tmp_path / "out") + 2)  # no --shuffle-partitions: the checkpoint's
     assert status == 0, err[-2000:]
+    assert "3 state partitions" in out
+    assert {json.loads(f.read_text().splitlines()[1])["conf"]["spark.sql.shuffle.partitions"]
+            for f in (tmp_path / "ck" / "offsets").iterdir() if f.name.isdigit()} == {"3"}
+    assert sorted(p.name for p in (tmp_path / "ck" / "state" / "0").iterdir() if p.name.isdigit()) == ["0", "1", "2"]
+    refused = subprocess.run(command(tmp_path, "--shuffle-partitions", "4"), cwd=ROOT, capture_output=True, text=True)
+    assert refused.returncode == 2 and "shuffle_partitions: checkpoint 3, this run 4" in refused.stderr, refused.stderr
     done = sorted(int(p.name.split("=")[1]) for p in (tmp_path / "out" / "summary").iterdir())
     assert done == list(range(len(done))) and len(done) > len(first)
 
