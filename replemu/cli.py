@@ -20,6 +20,8 @@ from emulator.bounds import short_list
 from emulator.variants import KNOBS, KnobError, parse_knob_assignments
 from scenario_io.yaml_files import load_scenario
 
+from streaming.checkpoint import CHANGEABLE_IDENTITY
+from streaming.storage import is_uri, join
 from streaming.triggers import TRIGGER_HELP
 
 from . import report
@@ -80,7 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="variant; 'all' runs one query per variant into OUTPUT/<variant> and CHECKPOINT/<variant>")
     stream.add_argument("--trigger", default="available-now", help=TRIGGER_HELP)
     stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N")
-    stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*])")
+    stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*]); "
+                        "local-cluster[2,1,1024] runs two executor JVMs on this machine (docs/cluster.md)")
+    stream.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
+                        help="run the job through a Spark Connect server instead of a driver here (docs/cluster.md: "
+                             "paths are the server's, and the server's Python workers must import replemu)")
+    stream.add_argument("--no-spark-ui", action="store_true",
+                        help="no Spark web UI (by default it runs, on 127.0.0.1 for local masters; its URL is printed at start)")
     stream.add_argument("--gap-timeout-ms", type=_millis, default=60000,
                         help="how long a partition waits for a missing sequence number before reporting it")
     stream.add_argument("--compact-min-records", type=_positive, default=None, metavar="N",
@@ -90,8 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Spark's state store provider, fixed when the checkpoint is created (default: Spark's, hdfs)")
     stream.add_argument("--allow-change", action="append", default=[], metavar="FIELD",
                         help="restart a checkpoint although this identity field differs from the run that created it "
-                             "(repeatable; fields: protocol, knobs, input, workload, shuffle_partitions, state_store, "
-                             "compact_min_records, gap_timeout_ms); without it a different restart is refused")
+                             f"(repeatable; fields: {', '.join(CHANGEABLE_IDENTITY)}); without it a different restart is refused")
+    stream.add_argument("--shuffle-partitions", type=_int_between(1, 10_000), default=None, metavar="N",
+                        help="state partitions of a new checkpoint (default: the master's cores, e.g. local[4] -> 4); "
+                             "fixed for the checkpoint's life, a restart reads it back")
     _add_knob(stream)
 
     state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")
@@ -104,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_RESULT_JSON")
     dash.add_argument("--output", default="dashboard", metavar="DIR", help="directory for dashboard.html (default ./dashboard)")
     dash.add_argument("--partition", default=None, metavar="TOPIC/P", help="partition (or scenario) whose timeline opens first")
+
+    srv = sub.add_parser("serve", help="serve a local web app over a running or finished stream's outputs")
+    srv.add_argument("output", metavar="OUTPUT_DIR", help="a stream's --output directory (or the parent of --protocol all's)")
+    srv.add_argument("--port", default="8050", help="TCP port (default 8050; 0 picks a free one)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
 
     camp = sub.add_parser("campaign", help="run a seeded fault-injection campaign over generated partitions")
     camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",))
@@ -194,6 +209,8 @@ def _input_problem(path: str | None, drains: bool) -> str | None:
 
     if path is None:
         return "give --input DIR or --workload PROFILE"
+    if is_uri(path):
+        return None  # a Hadoop filesystem: Spark reads it (and says so when it cannot)
     p = Path(path)
     if not p.is_dir():
         return f"--input {path}: {'is not a directory' if p.exists() else 'does not exist'} (or give --workload)"
@@ -208,7 +225,7 @@ def _input_problem(path: str | None, drains: bool) -> str | None:
 def cmd_stream(args: argparse.Namespace) -> int:
     from scenario_io.profiles import load_profiles
     from streaming.checkpoint import CheckpointError, claim_run, run_identity
-    from streaming.job import master_problem, read_spark_conf
+    from streaming.job import master_problem, remote_problem, remote_unreachable
     from streaming.triggers import TriggerError, parse_trigger
     from streaming.workload_source import workload_options
 
@@ -219,6 +236,17 @@ def cmd_stream(args: argparse.Namespace) -> int:
         return _fail(f"replemu: error: {exc}")
     if args.master is not None and master_problem(args.master):
         return _fail(f"replemu: error: {master_problem(args.master)}")
+    if args.remote is not None and remote_problem(args.remote):
+        return _fail(f"replemu: error: {remote_problem(args.remote)}")
+    if args.remote is not None and args.master is not None:
+        return _fail("replemu: error: give --master (a driver here) or --remote (a Spark Connect server), not both")
+    if "PYSPARK_GATEWAY_PORT" in os.environ and (args.master or args.remote):
+        return _fail("replemu: error: under spark-submit the master is spark-submit's --master: drop replemu's "
+                     f"{'--master' if args.master else '--remote'}")
+    if args.protocol == "all" and not trigger.drains:
+        return _fail("replemu: error: --protocol all runs the variants one after the other, so under a processing-time "
+                     "trigger, which never ends, only the first would run; start one stream per variant (each with its "
+                     "own --output and --checkpoint), or use --trigger available-now")
     workload = None
     if args.workload:
         if args.input or args.partitions is None or args.seed is None:
@@ -236,21 +264,61 @@ def cmd_stream(args: argparse.Namespace) -> int:
         problem = _input_problem(args.input, trigger.drains)
         if problem:
             return _fail(f"replemu: error: {problem}")
-    identity = run_identity(protocol=args.protocol, knobs=args.knobs, input_dir=None if workload else args.input,
-                            workload=workload, shuffle_partitions=read_spark_conf().get("spark.sql.shuffle.partitions"),
-                            state_store=args.state_store, compact_min_records=args.compact_min_records,
-                            gap_timeout_ms=args.gap_timeout_ms)
-    try:
-        claim = claim_run(args.checkpoint, args.output, identity, tuple(args.allow_change))
-    except CheckpointError as exc:
-        return _fail(f"replemu: error: {exc}")
-    with claim:
-        for note in claim.notes:
+
+    def claim(spark=None):
+        """Lock the checkpoint and output, check the identity (CheckpointError when refused), say what runs."""
+        args.shuffle_partitions = _shuffle_partitions(args, spark)
+        identity = run_identity(protocol=args.protocol, knobs=args.knobs, input_dir=None if workload else args.input,
+                                workload=workload, shuffle_partitions=args.shuffle_partitions,
+                                state_store=args.state_store, compact_min_records=args.compact_min_records,
+                                gap_timeout_ms=args.gap_timeout_ms)
+        held = claim_run(args.checkpoint, args.output, identity, tuple(args.allow_change), spark=spark)
+        for note in held.notes:
             print(f"replemu stream: {note}", flush=True)
+        print(f"replemu stream: {args.shuffle_partitions} state partitions (spark.sql.shuffle.partitions, fixed for the "
+              f"checkpoint's life)", flush=True)
         if workload is not None:
             print(f"workload: seed {args.seed}, profile {args.workload}, {args.partitions} partitions, "
                   f"{args.steps_per_batch} steps per partition per batch, max {args.max_steps or 'unbounded'}", flush=True)
+        return held
+
+    if args.remote is not None and remote_unreachable(args.remote):  # before the checkpoint is touched
+        return _fail(f"replemu: {remote_unreachable(args.remote)}", status=EXIT_FAILED)
+    if is_uri(args.checkpoint) or is_uri(args.output):  # a Hadoop filesystem: reached through the driver's JVM
+        return _run_stream_queries(args, trigger, workload, claim=claim)
+    try:
+        held = claim()  # plain paths: checked and locked before Spark starts
+    except CheckpointError as exc:
+        return _fail(f"replemu: error: {exc}")
+    with held:
         return _run_stream_queries(args, trigger, workload)
+
+
+def _shuffle_partitions(args: argparse.Namespace, spark=None) -> int:
+    """The checkpoint's state partitions: as recorded when it was created (a different
+    --shuffle-partitions is then refused by the identity check), else --shuffle-partitions, else
+    the cores of the master."""
+    from streaming.checkpoint import CheckpointError, read_identity
+    from streaming.job import master_cores, read_spark_conf
+    from streaming.storage import StoreError, open_store
+
+    try:
+        doc = read_identity(open_store(args.checkpoint, spark))
+    except StoreError as exc:
+        raise CheckpointError(str(exc)) from None
+    recorded = doc["identity"].get("shuffle_partitions") if doc else None
+    if args.shuffle_partitions is not None or recorded is not None:
+        return args.shuffle_partitions if args.shuffle_partitions is not None else int(recorded)
+    if getattr(args, "remote", None) or "PYSPARK_GATEWAY_PORT" in os.environ:
+        where = "through Spark Connect" if getattr(args, "remote", None) else "under spark-submit"
+        raise CheckpointError(f"--checkpoint {args.checkpoint} is new and its number of state partitions is fixed for its "
+                              f"life: give --shuffle-partitions N when starting it {where} (about 2-3x the cluster's cores)")
+    master = args.master or read_spark_conf().get("spark.master", "local[*]")
+    cores = master_cores(master)
+    if cores is None:
+        raise CheckpointError(f"--checkpoint {args.checkpoint} is new and its number of state partitions is fixed for its "
+                              f"life: give --shuffle-partitions N for --master {master} (about 2-3x the cluster's cores)")
+    return cores
 
 
 def _graceful_stop():
@@ -273,29 +341,42 @@ def _graceful_stop():
     return stop, lambda: [signal.signal(sig, handler) for sig, handler in previous.items()]
 
 
-def _run_stream_queries(args: argparse.Namespace, trigger, workload) -> int:
-    from pathlib import Path
-
+def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None) -> int:
+    """Run the query (one per variant for --protocol all); ``claim`` (checkpoint or output on a
+    Hadoop filesystem) locks them once Spark runs."""
     from expectations.suites import ExpectationsObserver
-    from streaming.job import build_spark, run_stream
+    from streaming.job import SessionError, build_spark, describe_session, run_stream
 
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    spark = build_spark(args.master)
-    stop, restore = _graceful_stop()
     try:
+        spark = build_spark(args.master, ui=not args.no_spark_ui, remote=args.remote)
+    except SessionError as exc:
+        return _fail(f"replemu: {exc}", status=EXIT_FAILED)
+    print(f"replemu stream: {describe_session(spark)}", flush=True)
+    stop, restore = _graceful_stop()
+    held = None
+    try:
+        if claim is not None:
+            from streaming.checkpoint import CheckpointError
+
+            try:
+                held = claim(spark)
+            except CheckpointError as exc:
+                return _fail(f"replemu: error: {exc}")
         for protocol in protocols:
             if stop.is_set():
                 break
-            output = Path(args.output) / protocol if args.protocol == "all" else Path(args.output)
-            checkpoint = Path(args.checkpoint) / protocol if args.protocol == "all" else Path(args.checkpoint)
+            output = join(args.output, protocol) if args.protocol == "all" else args.output
+            checkpoint = join(args.checkpoint, protocol) if args.protocol == "all" else args.checkpoint
             print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
             try:
                 stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
                                    max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms,
                                    spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(),
-                                   knobs=args.knobs, state_store=args.state_store, stop=stop)
+                                   knobs=args.knobs, state_store=args.state_store, stop=stop,
+                                   shuffle_partitions=args.shuffle_partitions)
             except Exception as exc:  # the query failed: Spark's error, first lines only
-                if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
+                if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j", "grpc"):
                     raise
                 text = str(exc).strip().splitlines()
                 return _fail(f"replemu: the streaming query failed (protocol {protocol}): {text[0][:300] if text else type(exc).__name__}\n"
@@ -307,6 +388,8 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload) -> int:
                 print(f"stopped: every committed micro-batch is in the checkpoint {args.checkpoint}; "
                       f"continue with the same command", flush=True)
     finally:
+        if held is not None:
+            held.release()
         restore()
         spark.stop()
     return EXIT_OK
@@ -316,6 +399,8 @@ def checkpoint_problem(path: str) -> str | None:
     """Why ``path`` is not a stream checkpoint with a committed micro-batch (None when it is)."""
     from pathlib import Path
 
+    if is_uri(path):
+        return None  # a Hadoop filesystem: Spark's statestore reader says what is wrong with it
     p = Path(path)
     if not p.is_dir():
         return f"{path}: {'is not a directory' if p.exists() else 'does not exist'}; give a --checkpoint directory of replemu stream"
@@ -367,6 +452,19 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         return _fail(f"replemu: error: {exc}")
     print(f"wrote {page}")
     return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import ServeError, serve
+
+    try:
+        port = int(args.port)
+    except ValueError:
+        return _fail(f"replemu: error: --port {args.port[:40]!r}: not an integer")
+    try:
+        return serve(args.output, host=args.host, port=port)
+    except ServeError as exc:
+        return _fail(f"replemu: error: {exc}")
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
@@ -610,7 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KnobError as exc:
             return _fail(f"replemu: error: {exc}")
     commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results,
-                "dashboard": cmd_dashboard, "campaign": cmd_campaign, "shrink": cmd_shrink, "export": cmd_export,
+                "dashboard": cmd_dashboard, "serve": cmd_serve, "campaign": cmd_campaign, "shrink": cmd_shrink, "export": cmd_export,
                 "inspect": cmd_inspect, "steps": cmd_steps}
     try:
         return commands[args.command](args)

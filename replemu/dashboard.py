@@ -1,40 +1,78 @@
-"""``replemu dashboard``: one self-contained static HTML page about one or more runs.
+"""The dashboard's views and their data: ``replemu dashboard`` (a static export) and ``replemu serve``.
+
+One page (``replemu/assets/page.html``, ``app.js``, ``style.css``) renders every view client-side
+from JSON.  ``replemu dashboard`` inlines that JSON, the CSS and the script into one
+self-contained HTML file (it loads nothing from the network); ``replemu serve``
+(``replemu/serve.py``) serves the same page and lets the script fetch the same JSON from small
+endpoints, piece by piece, while a job runs.  Both build their JSON with the functions here.
 
 Inputs: stream output directories (``OUTPUT`` of ``replemu stream``, or the parent of the
-per-variant directories of ``--protocol all``) and/or ``replemu run --json`` files (a result
-object or an array; with ``--trace`` they carry the per-step timeline).  The page inlines its
-data (JSON), its CSS and its JavaScript; it loads nothing from the network.
+per-variant directories of ``--protocol all``) and, for the static export, ``replemu run --json``
+files (a result object or an array; with ``--trace`` they carry the per-step timeline and logs).
 
-Views: the replication timeline of a chosen partition (per replica LEO and HW over the steps,
-leader changes and epochs marked, truncations and lost records highlighted); per-invariant
-violation counts over micro-batches; a variant × invariant matrix; the expectation results per
-batch, with links into the run's GX Data Docs.
+Views: the job (batches over time: input rows, duration, state bytes; partitions by status);
+one partition (per replica LEO and HW over the steps, leader changes and epochs marked,
+truncations and lost records highlighted; the log picture: every replica's records at any
+step, coloured by epoch, with HW, LEO and the leader marked); a variant × invariant matrix
+linking each invariant's first violation and its batch's GX validation page; per-invariant
+violation counts over micro-batches; the expectation results per batch.
+
+Reading a stream output (``RunReader``) goes by batch directory: every
+``OUTPUT/<kind>/batch_id=N`` is read once and cached under its inode and modification time
+(a batch Spark replays is swapped in by a rename, so it gets a new inode), so a page that
+follows a running job reads only the batches that landed since; a partition's rows are read
+with a filter on (topic, partition), per batch, and cached for the last partitions asked for.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
+import re
+import threading
+from collections import OrderedDict
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from emulator.bounds import short_list
 from emulator.invariants import INVARIANT_NAMES
 from emulator.result import ResultFormatError, check_result_document
 
-MAX_TIMELINES = 50  # partitions whose step timeline is embedded (the chosen one first)
+MAX_TIMELINES = 50  # partitions whose step timeline and log are embedded in a static page
+STATUSES = ("ok", "violated", "lost data", "error")  # a partition's status, the job view's categories
+ASSETS = ("page.html", "app.js", "style.css")
 
 
 class DashboardError(ValueError):
     pass
 
 
-# -- collecting runs ------------------------------------------------------------------------
+def asset_text(name: str) -> str:
+    """A packaged page asset (``replemu/assets/NAME``)."""
+    return resources.files("replemu").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def partition_status(violated: list[str], lost: int, quarantined: int) -> str:
+    """``lost data`` (the partition lost records), ``violated`` (an invariant broke),
+    ``error`` (rows of its input went to quarantine, so its results lack them), else ``ok``."""
+    if lost:
+        return "lost data"
+    if violated:
+        return "violated"
+    if quarantined:
+        return "error"
+    return "ok"
+
+
+# -- runs of ``replemu run --json`` (static export only) ---------------------------------------
 
 def _timeline_from_trace(trace: list[dict]) -> dict[str, Any]:
     replicas = sorted(trace[0]["replicas"], key=int) if trace else []
-    tl: dict[str, Any] = {"steps": [], "events": [], "leader": [], "epoch": [], "replicas": {r: {"leo": [], "hw": [], "epoch": [], "role": [], "alive": []} for r in replicas}}
+    tl: dict[str, Any] = {"steps": [], "events": [], "leader": [], "epoch": [],
+                          "replicas": {r: {"leo": [], "hw": [], "epoch": [], "role": [], "alive": []} for r in replicas}}
     for t in trace:
         tl["steps"].append(t["step"])
         tl["events"].append(t.get("description") or json.dumps(t.get("event")))
@@ -48,14 +86,49 @@ def _timeline_from_trace(trace: list[dict]) -> dict[str, Any]:
     return tl
 
 
-def _partition_entry(key: str, result: dict, timeline: dict | None) -> dict[str, Any]:
-    return {
-        "key": key, "scenario": result["scenario"], "steps": result["steps"], "timeline": timeline,
-        "violations": result["violations"], "losses": result["losses"], "final": result["final"],
-    }
+def log_ops_from_trace(trace: list[dict]) -> list[list]:
+    """The log changes of a ``--trace`` (each step's whole logs) as the stream's ``log`` rows:
+    ``[step, replica, "append"|"truncate", offset, epoch, value]``."""
+    ops: list[list] = []
+    before: dict[str, list] = {}
+    for t in trace:
+        for rid in sorted(t["replicas"], key=int):
+            old, new = before.get(rid, []), t["replicas"][rid].get("log") or []
+            same = 0
+            while same < min(len(old), len(new)) and list(old[same]) == list(new[same]):
+                same += 1
+            if same < len(old):
+                ops.append([t["step"], int(rid), "truncate", same, None, None])
+            ops += [[t["step"], int(rid), "append", int(o), int(e), v] for o, e, v in new[same:]]
+            before[rid] = new
+    return ops
 
 
-def _run_from_json(path: Path) -> list[dict[str, Any]]:
+def logs_at(ops: list[list], step: int, replicas: list[str] | None = None) -> dict[str, list[list]]:
+    """Every replica's log (``[[offset, epoch, value], ...]``) after step ``step``: the ``log``
+    operations up to it replayed (the page's script does the same)."""
+    logs: dict[str, list[list]] = {str(r): [] for r in replicas or []}
+    for seq, replica, op, offset, epoch, value in ops:
+        if seq > step:
+            break
+        log = logs.setdefault(str(replica), [])
+        if op == "append":
+            del log[offset:]
+            log.append([offset, epoch, value])
+        elif op == "truncate":
+            del log[offset:]
+    return logs
+
+
+def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:
+    violated = sorted({v["invariant"] for v in entry["violations"]})
+    lost = len(entry["losses"])
+    return {"violated": violated, "lost": lost, "quarantined": quarantined, "error_answers": len(entry.get("errors") or []),
+            "status": partition_status(violated, lost, quarantined),
+            "first": {name: min(v["step"] for v in entry["violations"] if v["invariant"] == name) for name in violated}}
+
+
+def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -66,87 +139,617 @@ def _run_from_json(path: Path) -> list[dict[str, Any]]:
         raise DashboardError(str(exc)) from None
     runs: dict[str, dict] = {}
     for r in results:
-        run = runs.setdefault(r["protocol"], {"name": f"{path.name} {r['protocol']}", "protocol": r["protocol"],
-                                                "source": str(path), "partitions": [], "batches": [], "docs_index": None})
-        run["partitions"].append(_partition_entry(r["scenario"], r, _timeline_from_trace(r["trace"]) if r.get("trace") else None))
-    return list(runs.values())
+        run = runs.setdefault(r["protocol"], {
+            "id": f"f{index}-{r['protocol']}", "name": f"{path.name} {r['protocol']}", "protocol": r["protocol"],
+            "source": str(path), "partitions": [], "batches": [], "docs_index": None, "quarantined": 0})
+        trace = r.get("trace")
+        entry = {"key": r["scenario"], "topic": r["scenario"], "partition": 0, "scenario": r["scenario"], "steps": r["steps"],
+                 "timeline": _timeline_from_trace(trace) if trace else None, "log": log_ops_from_trace(trace) if trace else None,
+                 "violations": r["violations"], "losses": r["losses"], "errors": r["errors"], "final": r["final"]}
+        entry.update(_summary_of(entry))
+        run["partitions"].append(entry)
+    out = list(runs.values())
+    for run in out:
+        run["matrix"] = _matrix_from_entries(run["partitions"])
+        run["counts"] = _status_counts(run["partitions"])
+    return out
 
 
-def _run_from_output(out: Path, page_dir: Path) -> dict[str, Any]:
-    from streaming.results import final_findings, read_output, read_results
-
-    meta = json.loads((out / "run.json").read_text())
-    results = read_results(out)  # ordered by (topic, partition)
-    timeline = read_output(out, "timeline")
-    summary = read_output(out, "summary")
-    keys = sorted({(s["topic"], int(s["partition"])) for s in summary[["topic", "partition"]].to_dict("records")}) if not summary.empty else []
-    entries = []
-    for i, (r, (topic, part)) in enumerate(zip(results, keys)):
-        tl = None
-        if i < MAX_TIMELINES and not timeline.empty:
-            rows = timeline[(timeline["topic"] == topic) & (timeline["partition"] == part)].sort_values(["seq", "replica"])
-            tl = _timeline_from_rows(rows)
-        entries.append(_partition_entry(f"{topic}/{part}", r, tl))
-    batches = []
-    violations = read_output(out, "violations")
-    validations = read_output(out, "validations")
-    batch_ids = sorted(set(summary["batch_id"].tolist()) if not summary.empty else [])
-    for b in batch_ids:
-        counts = {}
-        if not violations.empty:
-            vb = violations[violations["batch_id"] == b]
-            counts = {str(k): int(v) for k, v in vb.groupby("invariant").size().items()}
-        # The final tier (EventualConvergence) is judged at a partition's last step, not per
-        # step: count the partitions of this batch whose summary judged it broken.
-        for row in summary[summary["batch_id"] == b].to_dict("records"):
-            for f in final_findings(row):
-                counts[f["invariant"]] = counts.get(f["invariant"], 0) + 1
-        checks = []
-        if not validations.empty:
-            for v in validations[validations["batch_id"] == b].to_dict("records"):
-                docs = v.get("docs")
-                link = os.path.relpath(out / "data_docs" / docs, page_dir) if isinstance(docs, str) and docs.startswith("validations/") else None
-                checks.append({"invariant": v["invariant"], "expectation": v["expectation"], "success": bool(v["success"]),
-                               "unexpected_count": int(v["unexpected_count"]), "partitions": list(v["partitions"] if v["partitions"] is not None else []),
-                               "docs": link})
-        batches.append({"batch_id": int(b), "violations": counts, "validations": checks})
-    docs_index = out / "data_docs" / "index.html"
-    return {"name": f"{out} ({meta['protocol']})", "protocol": meta["protocol"], "source": str(out), "partitions": entries,
-            "batches": batches, "docs_index": os.path.relpath(docs_index, page_dir) if docs_index.exists() else None}
+def _matrix_from_entries(entries: list[dict]) -> dict[str, Any]:
+    matrix: dict[str, Any] = {}
+    for name in INVARIANT_NAMES:
+        hit = [(e["first"][name], e["key"]) for e in entries if name in e["first"]]
+        if hit:
+            step, key = min(hit)
+            matrix[name] = {"partitions": len(hit), "first": {"key": key, "step": step, "batch_id": None, "docs": None}}
+    return matrix
 
 
-def _timeline_from_rows(rows) -> dict[str, Any]:
-    replicas = sorted({int(r) for r in rows["replica"]})
-    tl: dict[str, Any] = {"steps": [], "events": [], "leader": [], "epoch": [], "replicas": {str(r): {"leo": [], "hw": [], "epoch": [], "role": [], "alive": []} for r in replicas}}
-    for seq, group in rows.groupby("seq", sort=True):
-        first = group.iloc[0]
-        tl["steps"].append(int(seq))
-        tl["events"].append(first["event"])
-        tl["leader"].append(None if first["leader"] != first["leader"] or first["leader"] is None else int(first["leader"]))
-        tl["epoch"].append(int(first["controller_epoch"]))
-        for rec in group.to_dict("records"):
-            d = tl["replicas"][str(int(rec["replica"]))]
-            d["leo"].append(int(rec["leo"]))
-            d["hw"].append(int(rec["hw"]))
-            d["epoch"].append(int(rec["leader_epoch"]))
-            d["role"].append(rec["role"])
-            d["alive"].append(bool(rec["alive"]))
+def _status_counts(entries: list[dict]) -> dict[str, int]:
+    counts = {s: 0 for s in STATUSES}
+    for e in entries:
+        counts[e["status"]] += 1
+    return counts
+
+
+# -- stream outputs ---------------------------------------------------------------------------
+
+_BATCH_DIR = re.compile(r"batch_id=(\d{1,12})")
+OVERVIEW_KINDS = ("summary", "violations", "losses", "errors", "quarantine", "validations")
+DETAIL_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors")
+ALL_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors", "quarantine", "validations")
+PARTITION_CACHE = 32  # partitions whose rows stay cached in a RunReader
+
+
+def inside(root: Path, path: Path) -> bool:
+    """Whether ``path``, with every symbolic link resolved, lies in ``root`` (resolved)."""
+    try:
+        real, base = os.path.realpath(path), os.path.realpath(root)
+    except (OSError, ValueError):
+        return False
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def batch_dirs(out: Path, kind: str) -> dict[int, tuple[str, Path]]:
+    """``{batch id: (signature, directory)}`` of ``OUTPUT/<kind>/batch_id=N``: the signature is
+    the directory's inode and modification time (a replayed batch is renamed into place).
+    Symbolic links and directories being written (``.batch_id=N.tmp``) are skipped."""
+    base = out / kind
+    found: dict[int, tuple[str, Path]] = {}
+    if base.is_symlink():
+        return found
+    try:
+        with os.scandir(base) as it:
+            for e in it:
+                m = _BATCH_DIR.fullmatch(e.name)
+                if m and e.is_dir(follow_symlinks=False):
+                    st = e.stat(follow_symlinks=False)
+                    found[int(m[1])] = (f"{st.st_ino:x}.{st.st_mtime_ns:x}", Path(e.path))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        pass
+    return found
+
+
+def _parquet_files(directory: Path) -> list[str]:
+    """The Parquet files of one batch directory (regular files only, never a link)."""
+    try:
+        with os.scandir(directory) as it:
+            return sorted(e.path for e in it if e.name.endswith(".parquet") and e.is_file(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
+
+
+def _read_batch(directory: Path, columns: list[str] | None = None, filter=None):
+    """One batch directory as an Arrow table (None when it holds no readable Parquet file, e.g.
+    because it was replaced while being read)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    files = _parquet_files(directory)
+    if not files:
+        return None
+    try:
+        dataset = ds.dataset(files, format="parquet")
+        if columns is not None:
+            columns = [c for c in columns if c in dataset.schema.names]
+        return dataset.to_table(columns=columns, filter=filter)
+    except (OSError, pa.ArrowInvalid):
+        return None
+
+
+def stream_run_dirs(path: Path) -> list[tuple[str, Path]] | None:
+    """The stream outputs under ``path``: ``[("-", path)]`` for one output (it has ``run.json``),
+    ``[(name, path/name), ...]`` for the parent of per-variant outputs (``--protocol all``),
+    ``[]`` for an output whose job has not started its query yet (only its lock file),
+    None when ``path`` is none of these."""
+    from emulator import VARIANT_NAMES
+
+    if (path / "run.json").is_file():
+        return [("-", path)]
+    try:
+        children = [c for c in path.iterdir() if not c.name.startswith((".", "_")) and c.is_dir() and not c.is_symlink()
+                    and (c / "run.json").is_file()]
+    except (OSError, ValueError):
+        return None
+    if children:
+        order = {n: i for i, n in enumerate(VARIANT_NAMES)}
+        return [(c.name, c) for c in sorted(children, key=lambda c: (order.get(c.name, len(order)), c.name))]
+    if (path / "replemu.lock").exists():
+        return []
+    return None
+
+
+class RunReader:
+    """The views' data of one stream output directory, cached per batch directory.
+
+    ``docs_href(rel)`` turns a Data Docs page (relative to ``OUTPUT/data_docs``) into the link
+    the page shows (a relative file path for the static export, a URL for the server)."""
+
+    def __init__(self, out: str | Path, run_id: str, docs_href: Callable[[str], str | None]) -> None:
+        self.out = Path(out)
+        self.run_id = run_id
+        self.docs_href = docs_href
+        self._lock = threading.RLock()
+        self._batch_cache: dict[tuple[str, int], tuple[str, Any]] = {}
+        self._progress: dict[str, Any] = {"key": None, "offset": 0, "rows": {}}
+        self._overview: tuple[str, dict] | None = None
+        self._parts: OrderedDict[tuple[str, int], dict] = OrderedDict()
+        self._parts_lock = threading.Lock()  # one partition read at a time (they share the cache)
+
+    # -- cheap: directory listings only
+    def meta(self) -> dict[str, Any]:
+        path = self.out / "run.json"
+        try:
+            if path.is_symlink() or not inside(self.out, path):
+                return {}
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def listing(self) -> dict[str, dict[int, tuple[str, Path]]]:
+        return {kind: batch_dirs(self.out, kind) for kind in ALL_KINDS}
+
+    def status(self) -> dict[str, Any]:
+        """The run's batches with one signature each (every kind's directory of that batch and
+        its progress line), and a version that changes whenever anything landed."""
+        listing = self.listing()
+        progress = self.progress()
+        ids = self._batch_ids(listing, progress)
+        batches = []
+        for b in ids:
+            parts = [listing[k][b][0] if b in listing[k] else "" for k in ALL_KINDS]
+            parts.append("p" if b in progress else "")
+            batches.append([b, hashlib.sha1("|".join(parts).encode()).hexdigest()[:12]])
+        meta = self.meta()
+        version = hashlib.sha1(json.dumps(batches).encode()).hexdigest()[:16]
+        return {"id": self.run_id, "name": self.name(meta), "protocol": meta.get("protocol"), "batches": batches,
+                "version": version}
+
+    def name(self, meta: dict | None = None) -> str:
+        meta = self.meta() if meta is None else meta
+        return f"{self.out} ({meta.get('protocol', '?')})"
+
+    @staticmethod
+    def _batch_ids(listing: dict, progress: dict) -> list[int]:
+        ids = set()
+        for kind in ALL_KINDS:
+            ids |= set(listing[kind])
+        ids |= {b for b, p in progress.items() if p.get("input_rows")}
+        return sorted(ids)
+
+    def progress(self) -> dict[int, dict[str, Any]]:
+        """``OUTPUT/progress.jsonl`` (one Spark query progress per line; the last line of a
+        batch id wins, e.g. after a replay), read incrementally as it grows."""
+        from streaming.job import state_bytes
+
+        path = self.out / "progress.jsonl"
+        with self._lock:
+            try:
+                if path.is_symlink():
+                    return {}
+                st = path.stat()
+            except OSError:
+                self._progress = {"key": None, "offset": 0, "rows": {}}
+                return {}
+            cache = self._progress
+            if cache["key"] is None or cache["key"][0] != st.st_ino or st.st_size < cache["offset"]:
+                cache = self._progress = {"key": (st.st_ino,), "offset": 0, "rows": {}}
+            if st.st_size > cache["offset"]:
+                try:
+                    with open(path, "rb") as f:
+                        f.seek(cache["offset"])
+                        chunk = f.read(st.st_size - cache["offset"])
+                except OSError:
+                    return dict(cache["rows"])
+                end = chunk.rfind(b"\n") + 1  # a line still being written waits for the next read
+                for line in chunk[:end].splitlines():
+                    try:
+                        p = json.loads(line)
+                        b = int(p["batchId"])
+                    except (ValueError, KeyError, TypeError):
+                        continue
+                    cache["rows"][b] = {"timestamp": p.get("timestamp"), "input_rows": int(p.get("numInputRows") or 0),
+                                        "duration_s": (p.get("durationMs") or {}).get("triggerExecution", 0) / 1000,
+                                        "state_bytes": state_bytes(p)}
+                cache["offset"] += end
+            return dict(cache["rows"])
+
+    # -- per batch directory, cached by signature
+    def _cached(self, kind: str, batch: int, entry: tuple[str, Path], build: Callable[[Any], Any]) -> Any:
+        key = (kind, batch)
+        with self._lock:
+            hit = self._batch_cache.get(key)
+            if hit is not None and hit[0] == entry[0]:
+                return hit[1]
+        value = build(_read_batch(entry[1], columns=_OVERVIEW_COLUMNS.get(kind)))
+        with self._lock:
+            self._batch_cache[key] = (entry[0], value)
+        return value
+
+    def _batch_piece(self, kind: str, batch: int, listing: dict) -> Any:
+        entry = listing[kind].get(batch)
+        if entry is None:
+            return _EMPTY_PIECE[kind]()
+        return self._cached(kind, batch, entry, lambda t: _PIECE_BUILDERS[kind](t))
+
+    def batches(self, ids: list[int] | None = None) -> list[dict[str, Any]]:
+        """Each batch: its progress (timestamp, input rows, duration, state bytes), the
+        partitions it touched, the invariants first broken in it (EventualConvergence: the
+        partitions judged diverged at its end) and its expectation results."""
+        listing = self.listing()
+        progress = self.progress()
+        known = self._batch_ids(listing, progress)
+        wanted = known if ids is None else [b for b in ids if b in set(known)]
+        out = []
+        for b in wanted:
+            summary = self._batch_piece("summary", b, listing)
+            counts: dict[str, int] = {}
+            for v in self._batch_piece("violations", b, listing):
+                counts[v["invariant"]] = counts.get(v["invariant"], 0) + 1
+            for name, n in summary["final_counts"].items():
+                counts[name] = counts.get(name, 0) + n
+            checks = [dict(v, docs=self.docs_href(v["docs"]) if v["docs"] else None)
+                      for v in self._batch_piece("validations", b, listing)]
+            p = progress.get(b, {})
+            out.append({"batch_id": b, "landed": b in progress, "timestamp": p.get("timestamp"),
+                        "input_rows": p.get("input_rows"), "duration_s": p.get("duration_s"), "state_bytes": p.get("state_bytes"),
+                        "partitions": len(summary["latest"]), "violations": counts, "validations": checks,
+                        "quarantined": sum(self._batch_piece("quarantine", b, listing).values())})
+        return out
+
+    def overview(self) -> dict[str, Any]:
+        """Every partition with its status (latest summary, losses, quarantined rows), the
+        variant × invariant row (how many partitions broke each invariant; the first violation:
+        partition, step, batch, its batch's GX validation page), status counts."""
+        status = self.status()
+        with self._lock:
+            if self._overview is not None and self._overview[0] == status["version"]:
+                return self._overview[1]
+        listing = self.listing()
+        ids = [b for b, _ in status["batches"]]
+        latest: dict[tuple[str, int], tuple] = {}
+        first: dict[str, tuple] = {}  # invariant -> (batch, step, topic, partition)
+        lost: dict[tuple[str, int], int] = {}
+        errors: dict[tuple[str, int], int] = {}
+        quarantined: dict[tuple[str, int], int] = {}
+        quarantined_total = 0
+        docs: dict[tuple[int, str], str] = {}
+        steps_of: dict[tuple[str, int], dict[str, int]] = {}  # partition -> invariant -> first step
+        for b in ids:
+            summary = self._batch_piece("summary", b, listing)
+            latest.update(summary["latest"])
+            for key, (_, _, _, final_steps) in summary["latest"].items():
+                for name, step in final_steps:
+                    steps_of.setdefault(key, {}).setdefault(name, step)
+            for name, (step, topic, partition) in summary["final_first"].items():
+                cand = (b, step, topic, partition)
+                if name not in first or cand < first[name]:
+                    first[name] = cand
+            for v in self._batch_piece("violations", b, listing):
+                cand = (b, v["at_step"], v["topic"], v["partition"])
+                if v["invariant"] not in first or cand < first[v["invariant"]]:
+                    first[v["invariant"]] = cand
+                known = steps_of.setdefault((v["topic"], v["partition"]), {})
+                known[v["invariant"]] = min(known.get(v["invariant"], v["at_step"]), v["at_step"])
+            for key, n in self._batch_piece("losses", b, listing).items():
+                lost[key] = lost.get(key, 0) + n
+            for key, n in self._batch_piece("errors", b, listing).items():
+                errors[key] = errors.get(key, 0) + n
+            for key, n in self._batch_piece("quarantine", b, listing).items():
+                quarantined_total += n
+                if key[0] is not None and key[1] is not None:
+                    quarantined[key] = quarantined.get(key, 0) + n
+            for v in self._batch_piece("validations", b, listing):
+                if v["invariant"] and v["docs"] and ((b, v["invariant"]) not in docs or not v["success"]):
+                    docs[(b, v["invariant"])] = v["docs"]
+        partitions = []
+        per_invariant: dict[str, int] = {}
+        for key in sorted(set(latest) | set(quarantined), key=lambda k: (k[0], k[1])):
+            scenario, steps, violated, _ = latest.get(key, (None, 0, (), ()))
+            for name in violated:
+                per_invariant[name] = per_invariant.get(name, 0) + 1
+            n_lost, n_q = lost.get(key, 0), quarantined.get(key, 0)
+            partitions.append({"key": f"{key[0]}/{key[1]}", "topic": key[0], "partition": key[1], "scenario": scenario,
+                               "steps": steps, "violated": list(violated), "lost": n_lost, "quarantined": n_q,
+                               "error_answers": errors.get(key, 0), "status": partition_status(list(violated), n_lost, n_q),
+                               "first": {n: s for n, s in steps_of.get(key, {}).items() if n in violated}})
+        matrix = {}
+        for name in INVARIANT_NAMES:
+            if name not in first and name not in per_invariant:
+                continue
+            f = first.get(name)
+            matrix[name] = {"partitions": per_invariant.get(name, 0), "first": None if f is None else {
+                "key": f"{f[2]}/{f[3]}", "step": f[1], "batch_id": f[0],
+                "docs": self.docs_href(docs[(f[0], name)]) if (f[0], name) in docs else None}}
+        index = self.out / "data_docs" / "index.html"
+        meta = self.meta()
+        result = {"id": self.run_id, "name": self.name(meta), "protocol": meta.get("protocol"), "source": str(self.out),
+                  "version": status["version"], "batch_ids": ids, "partitions": partitions, "matrix": matrix,
+                  "counts": _status_counts(partitions), "quarantined": quarantined_total,
+                  "docs_index": self.docs_href("index.html") if index.is_file() and inside(self.out, index) else None}
+        with self._lock:
+            self._overview = (status["version"], result)
+        return result
+
+    # -- one partition: its rows only
+    def _partition_tables(self, topic: str, partition: int) -> dict[str, Any] | None:
+        """The partition's rows of every detail kind (Arrow tables with ``batch_id``): per kind,
+        the batches not read before (or replaced since) are read in one filtered scan, and
+        kept per batch; ``summary``: only the latest batch that holds the partition."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        listing = self.listing()
+        key = (topic, partition)
+        with self._lock:
+            cached = self._parts.pop(key, None) or {kind: {} for kind in DETAIL_KINDS}
+            self._parts[key] = cached
+            while len(self._parts) > PARTITION_CACHE:
+                self._parts.popitem(last=False)
+        flt = (ds.field("topic") == topic) & (ds.field("partition") == partition)
+        # The summary pieces (cached for the job view) say which batches touched the partition.
+        holding = [b for b in sorted(listing["summary"], reverse=True)
+                   if key in self._batch_piece("summary", b, listing)["latest"]][:1]
+        tables: dict[str, Any] = {}
+        for kind in DETAIL_KINDS:
+            have = cached[kind]
+            present = {b: listing[kind][b] for b in (holding if kind == "summary" else listing[kind])}
+            for b in [b for b in have if b not in present]:
+                del have[b]
+            missing = {b: entry for b, entry in present.items() if b not in have or have[b][0] != entry[0]}
+            if missing:
+                for b, table in _read_batches(kind, missing, flt).items():
+                    have[b] = (missing[b][0], table)
+            parts = [have[b][1] for b in sorted(have) if have[b][1] is not None and have[b][1].num_rows]
+            tables[kind] = pa.concat_tables(parts, promote_options="default") if parts else None
+        if tables["summary"] is None and tables["timeline"] is None:
+            return None
+        return tables
+
+    def partition(self, topic: str, partition: int) -> dict[str, Any] | None:
+        """One partition: the contract's result rebuilt from its rows (``streaming.results``),
+        its per-step timeline and its ``log`` operations in order; None if the outputs hold
+        none of its rows.  Rows that do not rebuild (a damaged output) are reported in
+        ``problem``, the rest is still shown."""
+        import pandas as pd
+
+        from streaming.results import ResultsError, results_from_frames
+
+        with self._parts_lock:
+            tables = self._partition_tables(topic, partition)
+        if tables is None:
+            return None
+        frames = {k: (tables[k].to_pandas() if tables[k] is not None else pd.DataFrame())
+                  for k in ("summary", "violations", "losses", "errors", "log")}
+        problem = None
+        try:
+            results = results_from_frames(frames) if not frames["summary"].empty else []
+        except (ResultsError, ValueError, KeyError, TypeError) as exc:
+            results, problem = [], f"the outputs of this partition do not rebuild: {exc}"
+        result = results[0] if results else None
+        timeline = timeline_from_table(tables["timeline"])
+        ops = log_ops_from_table(tables["log"])
+        scenario = result["scenario"] if result else (
+            tables["timeline"]["scenario"][0].as_py() if tables["timeline"] is not None else None)
+        entry = {"key": f"{topic}/{partition}", "topic": topic, "partition": partition, "scenario": scenario,
+                 "steps": result["steps"] if result else (timeline["steps"][-1] if timeline and timeline["steps"] else 0),
+                 "timeline": timeline, "log": ops,
+                 "violations": result["violations"] if result else _violation_rows(frames["violations"]),
+                 "losses": result["losses"] if result else [],
+                 "errors": result["errors"] if result else [],
+                 "final": result["final"] if result else None}
+        if problem:
+            entry["problem"] = problem
+        return entry
+
+    def logs_at(self, topic: str, partition: int, step: int) -> dict[str, list] | None:
+        entry = self.partition(topic, partition)
+        if entry is None:
+            return None
+        replicas = list(entry["timeline"]["replicas"]) if entry["timeline"] else []
+        return logs_at(entry["log"], step, replicas)
+
+
+def _read_batches(kind: str, batches: dict[int, tuple[str, Path]], flt) -> dict[int, Any]:
+    """Rows matching ``flt`` of several batch directories of one kind, in one threaded scan:
+    ``{batch id: Arrow table with a batch_id column}`` (an unreadable batch: None)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    files = [f for _, directory in batches.values() for f in _parquet_files(directory)]
+    out: dict[int, Any] = {b: None for b in batches}
+    if not files:
+        return out
+    base = str(next(iter(batches.values()))[1].parent)
+    try:
+        table = ds.dataset(files, format="parquet", partitioning=ds.partitioning(pa.schema([("batch_id", pa.int64())]), flavor="hive"),
+                           partition_base_dir=base).to_table(filter=flt, columns=_DETAIL_COLUMNS.get(kind))
+    except (OSError, pa.ArrowInvalid):  # a batch replaced while it was read: read them one by one
+        for b, (_, directory) in batches.items():
+            columns = [c for c in _DETAIL_COLUMNS[kind] if c != "batch_id"] if kind in _DETAIL_COLUMNS else None
+            t = _read_batch(directory, columns=columns, filter=flt)
+            out[b] = None if t is None else t.append_column("batch_id", pa.array([b] * t.num_rows, pa.int64()))
+        return out
+    ids = table["batch_id"]
+    for b in batches:
+        out[b] = table.filter(pc.equal(ids, b))
+    return out
+
+
+# What a partition's view reads of each kind (the timeline's JSON columns are the bulk of its bytes).
+_DETAIL_COLUMNS = {
+    "timeline": ["scenario", "seq", "event", "replica", "role", "alive", "leo", "hw", "leader_epoch", "leader",
+                 "controller_epoch", "batch_id"],
+    "log": ["topic", "partition", "seq", "idx", "replica", "op", "offset", "epoch", "value", "batch_id"],
+}
+
+
+def _violation_rows(frame) -> list[dict]:
+    """Violations as the contract lists them, straight from the rows (when the result does not rebuild)."""
+    if frame is None or frame.empty:
+        return []
+    return [{"invariant": r["invariant"], "step": int(r["at_step"]), "detail": r.get("detail")} for r in frame.to_dict("records")]
+
+
+def timeline_from_table(table) -> dict[str, Any] | None:
+    """Per step: event, leader, controller epoch; per replica: LEO, HW, leader epoch, role, alive."""
+    if table is None or not table.num_rows:
+        return None
+    table = table.sort_by([("batch_id", "ascending"), ("seq", "ascending"), ("replica", "ascending")])
+    cols = table.select(["seq", "event", "replica", "role", "alive", "leo", "hw", "leader_epoch", "leader",
+                         "controller_epoch"]).to_pydict()
+    replicas = sorted(set(cols["replica"]))
+    tl: dict[str, Any] = {"steps": [], "events": [], "leader": [], "epoch": [],
+                          "replicas": {str(r): {"leo": [], "hw": [], "epoch": [], "role": [], "alive": []} for r in replicas}}
+    last = None
+    for seq, event, replica, role, alive, leo, hw, epoch, leader, cepoch in zip(
+            cols["seq"], cols["event"], cols["replica"], cols["role"], cols["alive"], cols["leo"], cols["hw"],
+            cols["leader_epoch"], cols["leader"], cols["controller_epoch"]):
+        if seq != last:
+            if last is not None:
+                _pad(tl)
+            last = seq
+            tl["steps"].append(seq)
+            tl["events"].append(event)
+            tl["leader"].append(leader)
+            tl["epoch"].append(cepoch)
+        d = tl["replicas"][str(replica)]
+        if len(d["leo"]) == len(tl["steps"]):  # a step written twice (should not happen): keep the first
+            continue
+        d["leo"].append(leo)
+        d["hw"].append(hw)
+        d["epoch"].append(epoch)
+        d["role"].append(role)
+        d["alive"].append(bool(alive))
+    _pad(tl)
     return tl
 
 
-def collect_runs(inputs: list[str | Path], page_dir: Path) -> list[dict[str, Any]]:
+def _pad(tl: dict) -> None:
+    """A replica missing from a step's rows repeats its previous values (keeps the arrays aligned)."""
+    n = len(tl["steps"])
+    for d in tl["replicas"].values():
+        if len(d["leo"]) < n:
+            for k, empty in (("leo", 0), ("hw", 0), ("epoch", -1), ("role", "none"), ("alive", False)):
+                d[k].append(d[k][-1] if d[k] else empty)
+
+
+def log_ops_from_table(table) -> list[list]:
+    """A partition's ``log`` rows (appends and truncations) in emission order:
+    ``[step, replica, op, offset, epoch, value]``."""
+    if table is None or not table.num_rows:
+        return []
+    table = table.sort_by([("batch_id", "ascending"), ("seq", "ascending"), ("idx", "ascending")])
+    c = table.select(["seq", "replica", "op", "offset", "epoch", "value"]).to_pydict()
+    return [[s, r, op, o, e, v] for s, r, op, o, e, v in zip(c["seq"], c["replica"], c["op"], c["offset"], c["epoch"], c["value"])
+            if op in ("append", "truncate")]
+
+
+# What each batch directory contributes to the job view (only these columns are read).
+_OVERVIEW_COLUMNS = {
+    "summary": ["topic", "partition", "scenario", "steps", "violated", "final_findings"],
+    "violations": ["topic", "partition", "at_step", "invariant"],
+    "losses": ["topic", "partition"],
+    "errors": ["topic", "partition"],
+    "quarantine": ["topic", "partition"],
+    "validations": ["invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs"],
+}
+
+
+def _summary_piece(table) -> dict[str, Any]:
+    """The batch's summary rows: per partition (scenario, steps, every invariant broken as of
+    the batch); the final tier's findings counted and their first step."""
+    piece: dict[str, Any] = {"latest": {}, "final_counts": {}, "final_first": {}}
+    if table is None:
+        return piece
+    c = table.to_pydict()
+    for topic, partition, scenario, steps, violated, findings in zip(
+            c["topic"], c["partition"], c["scenario"], c["steps"], c["violated"], c["final_findings"]):
+        names = set(filter(None, (violated or "").split(",")))
+        final_steps = []
+        for f in (json.loads(findings) if isinstance(findings, str) else []):
+            name = f["invariant"]
+            names.add(name)
+            piece["final_counts"][name] = piece["final_counts"].get(name, 0) + 1
+            cand = (int(f.get("step") or steps or 0), topic, partition)
+            final_steps.append((name, cand[0]))
+            if name not in piece["final_first"] or cand < piece["final_first"][name]:
+                piece["final_first"][name] = cand
+        piece["latest"][(topic, partition)] = (scenario, steps, tuple(sorted(names)), tuple(final_steps))
+    return piece
+
+
+def _rows_piece(table) -> list[dict]:
+    return [] if table is None else table.to_pylist()
+
+
+def _count_piece(table) -> dict[tuple, int]:
+    counts: dict[tuple, int] = {}
+    if table is None:
+        return counts
+    for topic, partition in zip(table["topic"].to_pylist(), table["partition"].to_pylist()):
+        counts[(topic, partition)] = counts.get((topic, partition), 0) + 1
+    return counts
+
+
+def _validations_piece(table) -> list[dict]:
+    rows = []
+    for v in _rows_piece(table):
+        rows.append({"invariant": v.get("invariant"), "expectation": v.get("expectation"), "success": bool(v.get("success")),
+                     "unexpected_count": int(v.get("unexpected_count") or 0), "partitions": list(v.get("partitions") or []),
+                     "docs": v["docs"] if isinstance(v.get("docs"), str) and v["docs"].startswith("validations/") else None})
+    return rows
+
+
+_PIECE_BUILDERS = {"summary": _summary_piece, "violations": _rows_piece, "losses": _count_piece, "errors": _count_piece,
+                   "quarantine": _count_piece, "validations": _validations_piece}
+_EMPTY_PIECE = {"summary": lambda: _summary_piece(None), "violations": list, "losses": dict, "errors": dict,
+                "quarantine": dict, "validations": list}
+
+
+def _static_docs_href(out: Path, page_dir: Path) -> Callable[[str], str | None]:
+    def href(rel: str) -> str | None:
+        target = out / "data_docs" / rel
+        return os.path.relpath(target, page_dir) if target.is_file() else None
+    return href
+
+
+def _run_from_output(out: Path, run_id: str, page_dir: Path, chosen: str | None) -> dict[str, Any]:
+    """A stream output as the static page embeds it: the job, every partition, and the timelines
+    and logs of up to ``MAX_TIMELINES`` partitions (the chosen one, then the ones with findings)."""
+    reader = RunReader(out, run_id, _static_docs_href(out, page_dir))
+    run = dict(reader.overview())
+    run["batches"] = reader.batches()
+    entries = [dict(p) for p in run["partitions"]]
+    rank = sorted(range(len(entries)), key=lambda i: (entries[i]["key"] != chosen and entries[i]["scenario"] != chosen,
+                                                      entries[i]["status"] == "ok", i))
+    embed = set(rank[:MAX_TIMELINES])
+    for i, e in enumerate(entries):
+        detail = reader.partition(e["topic"], e["partition"]) if i in embed else None
+        if detail is None:
+            e.update({"timeline": None, "log": None, "violations": [], "losses": [], "errors": [], "final": None,
+                      "embedded": False})
+        else:
+            e.update(detail)
+            e["embedded"] = True
+        e["first"] = {v["invariant"]: v["step"] for v in reversed(e["violations"])}
+    run["partitions"] = entries
+    return run
+
+
+def collect_runs(inputs: list[str | Path], page_dir: Path, chosen: str | None = None) -> list[dict[str, Any]]:
     runs = []
-    for raw in inputs:
+    for i, raw in enumerate(inputs):
         path = Path(raw)
         if path.is_file():
-            runs.extend(_run_from_json(path))
-        elif (path / "run.json").exists():
-            runs.append(_run_from_output(path, page_dir))
-        elif path.is_dir() and any((d / "run.json").exists() for d in path.iterdir() if d.is_dir()):
-            for d in sorted(p for p in path.iterdir() if (p / "run.json").exists()):
-                runs.append(_run_from_output(d, page_dir))
-        else:
+            runs.extend(_run_from_json(path, i))
+            continue
+        found = stream_run_dirs(path) if path.is_dir() else None
+        if not found:
             raise DashboardError(f"{path}: neither a replemu result JSON file nor a stream output directory")
+        for name, d in found:
+            runs.append(_run_from_output(d, f"r{i}" if name == "-" else f"r{i}-{name}", page_dir, chosen))
     if not runs:
         raise DashboardError("nothing to show: give stream output directories or replemu run --json files")
     return runs
@@ -154,184 +757,40 @@ def collect_runs(inputs: list[str | Path], page_dir: Path) -> list[dict[str, Any
 
 # -- the page -------------------------------------------------------------------------------
 
+def _json_for_script(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+
+
+def page_html(title: str, boot: dict[str, Any], inline: bool) -> str:
+    """The one page: ``inline`` puts the CSS and script in it (the static export), else it
+    links ``assets/style.css`` and ``assets/app.js`` (the server)."""
+    if inline:
+        script = asset_text("app.js")
+        if "</script" in script.lower():
+            raise AssertionError("app.js must not contain '</script'")
+        head = "<style>\n" + asset_text("style.css") + "</style>"
+        tail = "<script>\n" + script + "</script>"
+    else:
+        head = '<link rel="icon" href="data:,">\n<link rel="stylesheet" href="assets/style.css">'
+        tail = '<script src="assets/app.js"></script>'
+    return (asset_text("page.html").replace("%TITLE%", html.escape(title)).replace("%HEAD%", head)
+            .replace("%DATA%", _json_for_script(boot)).replace("%SCRIPT%", tail))
+
+
 def render(runs: list[dict[str, Any]], chosen: str | None = None) -> str:
-    data = {"runs": runs, "invariants": list(INVARIANT_NAMES), "chosen": chosen}
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    title = "replemu dashboard: " + ", ".join(r["protocol"] for r in runs)
-    return _PAGE.replace("%TITLE%", html.escape(title)).replace("%DATA%", payload)
+    data = {"mode": "static", "runs": runs, "invariants": list(INVARIANT_NAMES), "chosen": chosen, "statuses": list(STATUSES)}
+    title = "replemu dashboard: " + ", ".join(r["protocol"] or "?" for r in runs)
+    return page_html(title, data, inline=True)
 
 
 def write_dashboard(inputs: list[str | Path], output_dir: str | Path, chosen: str | None = None) -> Path:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    runs = collect_runs(inputs, out.resolve())
+    runs = collect_runs(inputs, out.resolve(), chosen)
     if chosen is not None:
-        known = sorted({p[k] for r in runs for p in r["partitions"] for k in ("key", "scenario")})
+        known = sorted({p[k] for r in runs for p in r["partitions"] for k in ("key", "scenario") if p.get(k)})
         if chosen not in known:
             raise DashboardError(f"--partition {chosen!r}: no such partition or scenario in the inputs (known: {short_list(known)})")
     page = out / "dashboard.html"
     page.write_text(render(runs, chosen), encoding="utf-8")
     return page
-
-
-_PAGE = r"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>%TITLE%</title>
-<style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: center; }
-th { background: #f4f4f4; } td.bad { background: #f8d0d0; } td.ok { background: #d8f0d8; } td.zero { color: #aaa; }
-.note { color: #666; font-size: .9em; } svg { background: #fcfcfc; border: 1px solid #ddd; }
-select { font: inherit; } .legend span { margin-right: 1.2em; } code { background: #f4f4f4; padding: 0 3px; }
-</style>
-</head>
-<body>
-<h1>%TITLE%</h1>
-<p class="note">Self-contained page: data, styles and scripts are inlined; nothing is loaded from the network.</p>
-<h2>Replication timeline</h2>
-<p>Run <select id="run"></select> partition <select id="partition"></select></p>
-<div id="timeline"></div>
-<h2>Variant × invariant</h2>
-<p class="note">Partitions violating each invariant, per run (variant).</p>
-<div id="matrix"></div>
-<h2>Violations per micro-batch</h2>
-<p class="note">Invariants first broken in each batch; EventualConvergence counts the partitions judged diverged at the end of the batch.</p>
-<div id="batches"></div>
-<h2>Expectation results per batch</h2>
-<div id="validations"></div>
-<script id="data" type="application/json">%DATA%</script>
-<script>
-"use strict";
-window.addEventListener("error", e => { document.body.dataset.error = String(e.message); });
-const DATA = JSON.parse(document.getElementById("data").textContent);
-const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
-const el = (tag, attrs, text) => { const e = document.createElement(tag); for (const k in (attrs || {})) e.setAttribute(k, attrs[k]); if (text !== undefined) e.textContent = text; return e; };
-const svgEl = (tag, attrs) => { const e = document.createElementNS("http://www.w3.org/2000/svg", tag); for (const k in attrs) e.setAttribute(k, attrs[k]); return e; };
-
-function drawTimeline(p) {
-  const box = document.getElementById("timeline"); box.innerHTML = "";
-  if (!p) { box.append(el("p", {}, "No partition.")); return; }
-  box.append(el("p", {}, `${p.key} (scenario ${p.scenario}, ${p.steps} steps): ` + (p.violations.map(v => `${v.invariant} @${v.step}`).join(", ") || "no invariant violated")));
-  const tl = p.timeline;
-  if (!tl) { box.append(el("p", {class: "note"}, "No per-step data for this partition (run `replemu run --json --trace` to include it).")); return; }
-  const ids = Object.keys(tl.replicas), n = tl.steps.length;
-  let maxY = 1; ids.forEach(r => tl.replicas[r].leo.forEach(v => { if (v > maxY) maxY = v; }));
-  p.losses.forEach(l => { if (l.offset + 1 > maxY) maxY = l.offset + 1; });
-  const W = Math.max(640, 40 * n + 80), H = 320, L = 50, B = 40, T = 30;
-  const x = i => L + (n <= 1 ? 0 : i * (W - L - 20) / (n - 1)), y = v => H - B - v * (H - B - T) / maxY;
-  const svg = svgEl("svg", {width: W, height: H, role: "img"});
-  for (let v = 0; v <= maxY; v += Math.max(1, Math.ceil(maxY / 8))) {
-    svg.append(svgEl("line", {x1: L, x2: W - 10, y1: y(v), y2: y(v), stroke: "#eee"}));
-    const t = svgEl("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 11}); t.textContent = v; svg.append(t);
-  }
-  tl.steps.forEach((s, i) => {
-    const changed = i === 0 || tl.leader[i] !== tl.leader[i - 1] || tl.epoch[i] !== tl.epoch[i - 1];
-    const t = svgEl("text", {x: x(i), y: H - B + 14, "text-anchor": "middle", "font-size": 10}); t.textContent = s; svg.append(t);
-    if (changed) {
-      svg.append(svgEl("line", {x1: x(i), x2: x(i), y1: T - 10, y2: H - B, stroke: "#999", "stroke-dasharray": "2,3"}));
-      const lab = svgEl("text", {x: x(i) + 2, y: T - 14, "font-size": 10, fill: "#555"});
-      lab.textContent = `e${tl.epoch[i]} L${tl.leader[i] === null ? "-" : tl.leader[i]}`; svg.append(lab);
-    }
-  });
-  ids.forEach((r, k) => {
-    const d = tl.replicas[r], c = COLORS[k % COLORS.length];
-    const path = key => d[key].map((v, i) => `${i ? "L" : "M"}${x(i)},${y(v)}`).join(" ");
-    svg.append(svgEl("path", {d: path("leo"), fill: "none", stroke: c, "stroke-width": 2}));
-    svg.append(svgEl("path", {d: path("hw"), fill: "none", stroke: c, "stroke-width": 1.5, "stroke-dasharray": "5,3"}));
-    d.leo.forEach((v, i) => {
-      if (i > 0 && v < d.leo[i - 1]) {
-        const m = svgEl("circle", {cx: x(i), cy: y(v), r: 6, fill: "none", stroke: "#d00", "stroke-width": 2});
-        const tt = svgEl("title", {}); tt.textContent = `replica ${r} truncated ${d.leo[i - 1]} -> ${v} at step ${tl.steps[i]}`; m.append(tt); svg.append(m);
-      }
-      if (!d.alive[i]) svg.append(svgEl("rect", {x: x(i) - 3, y: y(v) - 3, width: 6, height: 6, fill: c, opacity: 0.4}));
-    });
-  });
-  p.losses.forEach(l => {
-    const i = Math.max(0, tl.steps.indexOf(l.step));
-    const m = svgEl("text", {x: x(i), y: y(l.offset + 0.5) + 5, "text-anchor": "middle", fill: l.allowed ? "#e08000" : "#d00", "font-size": 16, "font-weight": "bold"});
-    m.textContent = "\u2716"; const tt = svgEl("title", {}); tt.textContent = `lost ${l.value} at offset ${l.offset} (step ${l.step}${l.acked ? ", acked" : ""}${l.allowed ? ", allowed" : ""})`; m.append(tt); svg.append(m);
-  });
-  box.append(svg);
-  const legend = el("p", {class: "legend"});
-  ids.forEach((r, k) => { const s = el("span", {}, `\u25A0 replica ${r}: LEO solid, HW dashed`); s.style.color = COLORS[k % COLORS.length]; legend.append(s); });
-  legend.append(el("span", {}, "\u25CB truncation"), el("span", {}, "\u2716 lost record (orange: allowed)"), el("span", {}, "dashed vertical: leader/epoch change"));
-  box.append(legend);
-  const table = el("table"); const head = el("tr"); ["step", "event", "leader", "epoch"].concat(ids.map(r => `r${r} LEO/HW/e`)).forEach(h => head.append(el("th", {}, h))); table.append(head);
-  tl.steps.forEach((s, i) => {
-    const tr = el("tr"); [s, tl.events[i], tl.leader[i] === null ? "-" : tl.leader[i], tl.epoch[i]].forEach(v => tr.append(el("td", {}, String(v))));
-    ids.forEach(r => { const d = tl.replicas[r]; tr.append(el("td", {}, `${d.alive[i] ? ({leader: "L", follower: "F"}[d.role[i]] || "-") : "x"} ${d.leo[i]}/${d.hw[i]}/e${d.epoch[i]}`)); });
-    table.append(tr);
-  });
-  box.append(table);
-}
-
-function setup() {
-  const runSel = document.getElementById("run"), partSel = document.getElementById("partition");
-  DATA.runs.forEach((r, i) => runSel.append(el("option", {value: i}, r.name)));
-  const fillParts = () => {
-    partSel.innerHTML = ""; const run = DATA.runs[runSel.value];
-    run.partitions.forEach((p, i) => partSel.append(el("option", {value: i}, p.key + (p.violations.length ? " \u26A0" : ""))));
-    let pick = run.partitions.findIndex(p => p.key === DATA.chosen || p.scenario === DATA.chosen);
-    if (pick < 0) pick = Math.max(0, run.partitions.findIndex(p => p.violations.length));
-    partSel.value = pick; drawTimeline(run.partitions[pick]);
-  };
-  runSel.onchange = fillParts; partSel.onchange = () => drawTimeline(DATA.runs[runSel.value].partitions[partSel.value]);
-  fillParts();
-}
-
-function drawMatrix() {
-  const t = el("table"), head = el("tr"); head.append(el("th", {}, "run"));
-  DATA.invariants.forEach(n => head.append(el("th", {}, n))); t.append(head);
-  DATA.runs.forEach(r => {
-    const tr = el("tr"); tr.append(el("th", {}, r.name));
-    DATA.invariants.forEach(n => { const c = r.partitions.filter(p => p.violations.some(v => v.invariant === n)).length; tr.append(el("td", {class: c ? "bad" : "zero"}, String(c))); });
-    t.append(tr);
-  });
-  document.getElementById("matrix").append(t);
-}
-
-function drawBatches() {
-  const box = document.getElementById("batches");
-  DATA.runs.forEach(r => {
-    if (!r.batches.length) return;
-    box.append(el("h3", {}, r.name));
-    const t = el("table"), head = el("tr"); head.append(el("th", {}, "invariant"));
-    r.batches.forEach(b => head.append(el("th", {}, `batch ${b.batch_id}`))); t.append(head);
-    DATA.invariants.forEach(n => {
-      const tr = el("tr"); tr.append(el("th", {}, n));
-      r.batches.forEach(b => { const c = b.violations[n] || 0; tr.append(el("td", {class: c ? "bad" : "zero"}, String(c))); });
-      t.append(tr);
-    });
-    box.append(t);
-  });
-  if (!box.children.length) box.append(el("p", {class: "note"}, "No micro-batches: these runs come from replemu run."));
-}
-
-function drawValidations() {
-  const box = document.getElementById("validations");
-  DATA.runs.forEach(r => {
-    const rows = r.batches.flatMap(b => b.validations.map(v => Object.assign({batch: b.batch_id}, v)));
-    if (!rows.length) return;
-    box.append(el("h3", {}, r.name));
-    if (r.docs_index) { const p = el("p"); const a = el("a", {href: r.docs_index}, "GX Data Docs for this run"); p.append(a); box.append(p); }
-    const t = el("table"), head = el("tr"); ["batch", "invariant", "expectation", "result", "unexpected", "partitions", "docs"].forEach(h => head.append(el("th", {}, h))); t.append(head);
-    rows.forEach(v => {
-      const tr = el("tr"); [v.batch, v.invariant, v.expectation].forEach(x => tr.append(el("td", {}, String(x))));
-      tr.append(el("td", {class: v.success ? "ok" : "bad"}, v.success ? "pass" : "FAIL"));
-      tr.append(el("td", {}, String(v.unexpected_count)), el("td", {}, v.partitions.join(" ")));
-      const d = el("td"); if (v.docs) d.append(el("a", {href: v.docs}, "page")); tr.append(d); t.append(tr);
-    });
-    box.append(t);
-  });
-  if (!box.children.length) box.append(el("p", {class: "note"}, "No expectation results: these runs come from replemu run."));
-}
-
-setup(); drawMatrix(); drawBatches(); drawValidations();
-document.body.dataset.rendered = "ok";
-</script>
-</body>
-</html>
-"""

@@ -68,6 +68,8 @@ def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str 
                  shuffle_partitions: int | str | None, state_store: str | None, compact_min_records: int | None,
                  gap_timeout_ms: int | None) -> dict[str, Any]:
     """The identity of a run, as recorded (every ``IDENTITY_FIELDS`` name, JSON values)."""
+    from .storage import is_uri
+
     shown_workload = None
     if workload is not None:
         import hashlib
@@ -81,7 +83,7 @@ def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str 
     return {
         "protocol": protocol,
         "knobs": {k: knobs[k] for k in sorted(knobs or {})},
-        "input": str(Path(input_dir).resolve()) if input_dir is not None else None,
+        "input": None if input_dir is None else str(input_dir) if is_uri(input_dir) else str(Path(input_dir).resolve()),
         "workload": shown_workload,
         "shuffle_partitions": None if shuffle_partitions is None else int(shuffle_partitions),
         "state_store": state_store or "hdfs",
@@ -123,9 +125,13 @@ class Claim:
     """The locks a running job holds (released by ``release`` or by the process's death)."""
 
     held: list[tuple[Path, int]] = field(default_factory=list)
+    leases: list["Lease"] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def release(self) -> None:
+        for lease in reversed(self.leases):
+            lease.release()
+        self.leases.clear()
         for path, fd in reversed(self.held):
             try:
                 os.ftruncate(fd, 0)  # an empty lock file: released in order, nobody to take over from
@@ -162,23 +168,83 @@ def _lock(directory: Path, what: str, claim: Claim) -> None:
     claim.held.append((path, fd))
 
 
-def _has_batches(output_dir: Path) -> bool:
-    return output_dir.is_dir() and any(output_dir.glob("*/batch_id=*"))
+LEASE_S = 60.0  # a lease not renewed for this long belongs to a job that died
+RENEW_S = 15.0
+
+
+class Lease:
+    """The lock of a directory on a Hadoop filesystem, where there is no ``flock``: ``replemu.lock``
+    names its holder and when it last renewed the lease; a thread renews it every ``RENEW_S``,
+    and a lease older than ``LEASE_S`` was left by a job that died and is taken over.  Object
+    stores have no atomic create-if-absent, so two jobs starting in the same second are told
+    apart only by reading the lease back."""
+
+    def __init__(self, store, what: str, claim: Claim) -> None:
+        import threading
+
+        self.store, self.what = store, what
+        now = time.time()
+        held = self._read()
+        if held and now - held.get("renewed", 0) < LEASE_S:
+            raise CheckpointError(f"{what} {store.location} is in use by another running job ({held.get('holder')}, "
+                                  f"lease renewed {now - held.get('renewed', 0):.0f} s ago); stop it first, or use another "
+                                  f"directory (a dead job's lease expires {LEASE_S:.0f} s after its last renewal)")
+        if held:
+            claim.notes.append(f"{what} {store.location}: took over the lease of a job that ended without releasing it "
+                               f"({held.get('holder')})")
+        self.me = f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%dT%H:%M:%S%z')}"
+        self._renew()
+        time.sleep(1.0)  # a job that wrote in the same moment: whoever reads itself back holds it
+        if (self._read() or {}).get("holder") != self.me:
+            raise CheckpointError(f"{what} {store.location}: another job claimed it at the same moment; try again")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._keep, name=f"replemu-lease-{what}", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> dict | None:
+        if not self.store.exists(LOCK_FILE):
+            return None
+        try:
+            doc = json.loads(self.store.read_bytes(LOCK_FILE).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def _renew(self) -> None:
+        self.store.write_bytes(LOCK_FILE, json.dumps({"holder": self.me, "renewed": time.time()}).encode("utf-8") + b"\n")
+
+    def _keep(self) -> None:
+        while not self._stop.wait(RENEW_S):
+            try:
+                self._renew()
+            except Exception:  # noqa: BLE001 - the next renewal tries again
+                pass
+
+    def release(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.store.remove(LOCK_FILE)
+
+
+def _has_batches(store) -> bool:
+    return any(name.startswith("batch_id=") for kind in store.list() for name in store.list(kind))
 
 
 def claim_run(checkpoint_dir: str | Path, output_dir: str | Path, identity: dict[str, Any],
-              allow_changes: tuple[str, ...] = ()) -> Claim:
+              allow_changes: tuple[str, ...] = (), spark=None) -> Claim:
     """Lock the checkpoint and the output directory, then check (first start: record) the identity.
 
+    Plain paths are checked and locked (``flock``) before Spark starts; Hadoop URIs
+    (``streaming.storage``) need ``spark``'s driver JVM and are locked with a ``Lease``.
     Raises ``CheckpointError`` naming each problem; on error nothing is left locked or written.
     """
-    checkpoint_dir, output_dir = Path(checkpoint_dir), Path(output_dir)
+    from .storage import LocalStore, StoreError, is_uri, open_store
+
     for path, flag in ((checkpoint_dir, "--checkpoint"), (output_dir, "--output")):
-        problem = directory_problem(path, flag)
+        problem = None if is_uri(path) else directory_problem(path, flag)
         if problem:
             raise CheckpointError(problem)
-    a, b = checkpoint_dir.resolve(), output_dir.resolve()
-    if a == b or a in b.parents or b in a.parents:
+    if _nested(checkpoint_dir, output_dir):
         raise CheckpointError(f"--checkpoint {checkpoint_dir} and --output {output_dir}: give two separate directories "
                               f"(neither inside the other)")
     unknown = [n for n in allow_changes if n not in IDENTITY_NAMES]
@@ -186,48 +252,68 @@ def claim_run(checkpoint_dir: str | Path, output_dir: str | Path, identity: dict
         raise CheckpointError(f"--allow-change {unknown[0]!r}: not an identity field (fields: {', '.join(IDENTITY_NAMES)})")
     claim = Claim()
     try:
-        _lock(checkpoint_dir, "checkpoint", claim)
-        _lock(output_dir, "output directory", claim)
-        _check_identity(checkpoint_dir, output_dir, identity, allow_changes, claim)
+        ck, out = open_store(checkpoint_dir, spark), open_store(output_dir, spark)
+        for store, what in ((ck, "checkpoint"), (out, "output directory")):
+            if isinstance(store, LocalStore):
+                _lock(store.root, what, claim)
+            else:
+                store.mkdirs()
+                claim.leases.append(Lease(store, what, claim))
+        _check_identity(ck, out, identity, allow_changes, claim)
+    except StoreError as exc:
+        claim.release()
+        raise CheckpointError(str(exc)) from None
     except BaseException:
         claim.release()
         raise
     return claim
 
 
-def read_identity(checkpoint_dir: str | Path) -> dict[str, Any] | None:
-    path = Path(checkpoint_dir) / IDENTITY_FILE
-    if not path.exists():
+def _nested(a: str | Path, b: str | Path) -> bool:
+    """Whether two locations are the same or one is inside the other."""
+    from .storage import is_uri
+
+    if is_uri(a) or is_uri(b):
+        x, y = str(a).rstrip("/") + "/", str(b).rstrip("/") + "/"
+        return x.startswith(y) or y.startswith(x)
+    x, y = Path(a).resolve(), Path(b).resolve()
+    return x == y or x in y.parents or y in x.parents
+
+
+def read_identity(checkpoint) -> dict[str, Any] | None:
+    """The identity document of a checkpoint (a path or a ``streaming.storage`` store), or None."""
+    from .storage import LocalStore
+
+    store = checkpoint if hasattr(checkpoint, "read_bytes") else LocalStore(checkpoint)
+    where = f"{store.location}/{IDENTITY_FILE}"
+    if not store.exists(IDENTITY_FILE):
         return None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(store.read_bytes(IDENTITY_FILE).decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise CheckpointError(f"{path}: unreadable run identity ({exc}); the checkpoint cannot be checked") from None
+        raise CheckpointError(f"{where}: unreadable run identity ({exc}); the checkpoint cannot be checked") from None
     if not isinstance(doc, dict) or doc.get("format") != IDENTITY_FORMAT or not isinstance(doc.get("identity"), dict):
-        raise CheckpointError(f"{path}: not a replemu run identity (format {IDENTITY_FORMAT})")
+        raise CheckpointError(f"{where}: not a replemu run identity (format {IDENTITY_FORMAT})")
     return doc
 
 
-def _write_identity(checkpoint_dir: Path, doc: dict[str, Any]) -> None:
-    path = checkpoint_dir / IDENTITY_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+def _write_identity(store, doc: dict[str, Any]) -> None:
+    store.write_bytes(IDENTITY_FILE, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
-def _check_identity(checkpoint_dir: Path, output_dir: Path, identity: dict[str, Any], allow: tuple[str, ...],
-                    claim: Claim) -> None:
-    doc = read_identity(checkpoint_dir)
-    spark_state = (checkpoint_dir / "offsets").exists() or any(checkpoint_dir.glob("*/offsets"))
+def _check_identity(ck, out, identity: dict[str, Any], allow: tuple[str, ...], claim: Claim) -> None:
+    checkpoint_dir, output_dir = ck.location, out.location
+    doc = read_identity(ck)
+    spark_state = ck.exists("offsets") or any(ck.exists(f"{child}/offsets") for child in ck.list())
     if doc is None:
         if spark_state:
             raise CheckpointError(f"--checkpoint {checkpoint_dir}: holds a stream's offsets but no {IDENTITY_FILE}: "
                                   f"it was not written by this version of replemu, so what it holds cannot be checked")
-        if _has_batches(output_dir):
+        if _has_batches(out):
             raise CheckpointError(f"--output {output_dir}: holds micro-batches of an earlier run, but the checkpoint "
                                   f"{checkpoint_dir} is new: the new run would mix its batches with them; give an empty "
                                   f"output directory (or the earlier run's checkpoint)")
-        _write_identity(checkpoint_dir, {"format": IDENTITY_FORMAT, "identity": identity, "history": []})
+        _write_identity(ck, {"format": IDENTITY_FORMAT, "identity": identity, "history": []})
         return
     recorded = doc["identity"]
     differences = identity_differences(recorded, identity)
@@ -242,5 +328,5 @@ def _check_identity(checkpoint_dir: Path, output_dir: Path, identity: dict[str, 
     if differences:
         doc["history"].append({"identity": recorded, "changed": differences})
         doc["identity"] = identity
-        _write_identity(checkpoint_dir, doc)
+        _write_identity(ck, doc)
         claim.notes.append(f"checkpoint {checkpoint_dir}: allowed changes of {', '.join(differences)} recorded in {IDENTITY_FILE}")

@@ -6,7 +6,8 @@
 Every output kind is written under ``OUTPUT/<kind>/batch_id=<id>/``; a batch that Spark
 replays after a restart replaces its own directory, so each micro-batch lands exactly once.
 Default settings are the packaged ``spark.conf`` (``conf/spark.conf`` in the source tree,
-``key value`` lines); ``--master`` overrides the master.  A ``BatchObserver`` (the expectation
+``key value`` lines); ``--master`` overrides the master, and ``build_spark(remote=…)`` makes the job
+a Spark Connect client instead (docs/cluster.md).  A ``BatchObserver`` (the expectation
 suites, given by the application) sees every micro-batch's output rows after they landed.
 """
 
@@ -15,8 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
+import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -57,30 +58,158 @@ def master_problem(master: str) -> str | None:
     return f"--master {master[:80]!r} is not a Spark master URL (one of: {'; '.join(text for _, text in MASTER_FORMS)})"
 
 
-def build_spark(master: str | None = None, conf_path: str | Path | None = None, app_name: str = "replemu"):
-    """A SparkSession with the project's settings; the Python workers use this interpreter."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+def master_cores(master: str) -> int | None:
+    """The cores a master URL names (local[4] -> 4, local[*] -> this machine's, local-cluster[2,3,1024] -> 6);
+    None for a cluster manager, whose cores only the cluster knows."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master)
+    if m:
+        return os.cpu_count() or 1 if m.group(1) == "*" else int(m.group(1) or 1)
+    m = re.fullmatch(r"local-cluster\[(\d+),(\d+),\d+\]", master)
+    return int(m.group(1)) * int(m.group(2)) if m else None
+
+
+LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?|local-cluster\[[^\]]*\]")
+
+
+def is_local_master(master: str | None) -> bool:
+    """Whether ``master`` runs every Spark process on this machine (local, local[N], local-cluster[…])."""
+    return master is not None and bool(LOCAL_MASTER.fullmatch(master))
+
+
+REMOTE_FORM = re.compile(r"sc://(?P<host>[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})(/(;[A-Za-z_]+=[^;/\s]*)*)?")
+
+
+def remote_problem(remote: str) -> str | None:
+    """Why ``remote`` is not a Spark Connect URL (None when it is one): checked before anything starts."""
+    m = REMOTE_FORM.fullmatch(remote)
+    if m and 1 <= int(m["port"]) <= 65535:
+        return None
+    return (f"--remote {remote[:80]!r} is not a Spark Connect URL (sc://HOST:PORT, optionally followed by "
+            f"/;token=…;use_ssl=true)")
+
+
+def remote_unreachable(remote: str, timeout_s: float = 10) -> str | None:
+    """Why the Spark Connect server of ``remote`` cannot be reached (None when it accepts a TCP
+    connection).  Checked before anything is written: the Connect client itself retries an
+    unreachable server for ten minutes."""
+    import socket
+
+    m = REMOTE_FORM.fullmatch(remote)
+    host, port = m["host"].strip("[]"), int(m["port"])
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        return f"--remote {remote}: no Spark Connect server reachable at {host}:{port} ({exc.strerror or exc})"
+    return None
+
+
+class SessionError(RuntimeError):
+    """A session could not be opened (a Spark Connect server that does not answer): one line for the user."""
+
+
+def build_spark(master: str | None = None, conf_path: str | Path | None = None, app_name: str = "replemu", *,
+                ui: bool = False, remote: str | None = None):
+    """A SparkSession with the project's settings (``conf/spark.conf``).
+
+    ``ui``: Spark's web UI, on for ``replemu stream`` and off everywhere else (tests, ``state``,
+    campaigns: it costs start-up time).  ``remote`` (``sc://HOST:PORT``): a Spark Connect session
+    on that server instead of a driver in this process; ``SessionError`` when it does not answer.
+
+    Classic sessions: the Python workers use this interpreter; with a local master (local,
+    local[N], local-cluster[…]) the driver, executors, block managers and UI bind to 127.0.0.1
+    only (``SPARK_LOCAL_IP``, unless already set); with a cluster master (spark://, yarn, k8s://)
+    Spark's own defaults and the user's settings decide, so executors on other hosts can reach
+    the driver.  Launched by spark-submit, whatever spark-submit set (``--master``, ``--conf``,
+    spark-defaults.conf) wins over ``conf/spark.conf``."""
+    conf = read_spark_conf(conf_path)
+    conf["spark.app.name"] = app_name
+    conf["spark.ui.enabled"] = "true" if ui else "false"
+    if remote is not None:
+        return _connect_session(remote, conf)
+    return _classic_session(master, conf)
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``build_spark(remote=…)``) rather than a
+    classic driver in this process — the one test of which kind a session is.  Through Connect
+    there is no SparkContext and no JVM here, and the foreachBatch sink runs in a Python process
+    of the server, so its counts never come back to this process (``run_stream`` reads them
+    from the files it wrote); the StreamingQueryListener runs here."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def describe_session(spark) -> str:
+    """One line for the console: what runs the job and where its Spark UI is."""
+    if is_connect(spark):
+        return (f"Spark Connect session {spark.session_id}, server master {spark.conf.get('spark.master', '?')} "
+                f"(Spark UI: the server's own)")
+    sc = spark.sparkContext
+    return f"Spark application {sc.applicationId}, master {sc.master}; Spark UI: {sc.uiWebUrl or 'off'}"
+
+
+def _classic_session(master: str | None, conf: dict[str, str]):
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    from pyspark import SparkConf
-
-    builder = SparkSession.builder.appName(app_name)
-    conf = read_spark_conf(conf_path)
-    if master:
-        conf["spark.master"] = master
-    elif SparkConf().contains("spark.master"):
-        conf.pop("spark.master", None)  # launched by spark-submit: its --master wins
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    submitted = None
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # Launched by spark-submit: its JVM runs already, with spark-submit's settings as system
+        # properties; SparkConf() sees them only once this process is connected to that JVM.
+        SparkContext._ensure_initialized()
+        submitted = SparkConf()
+        master = submitted.get("spark.master", None)
+    else:
+        master = conf["spark.master"] = master or conf.get("spark.master", "local[*]")
+    if master is not None and master.startswith("local-cluster["):
+        # It exists to run on several executors: start once all registered (a standalone
+        # master schedules on the first one, and state-store locality may keep every task there).
+        conf["spark.scheduler.minRegisteredResourcesRatio"] = "1.0"
+    if submitted is not None:
+        conf = {key: value for key, value in conf.items() if not submitted.contains(key)}
+    else:
+        if is_local_master(master):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        _launch_jvm_in_own_session(conf)
+    builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    _launch_jvm_in_own_session(app_name, conf)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def _launch_jvm_in_own_session(app_name: str, conf: dict[str, str]) -> None:
+def _connect_session(remote: str, conf: dict[str, str]):
+    """A Spark Connect session with the settings of ``conf`` a session may change (SQL settings:
+    shuffle partitions, time zone, Arrow); the others (master, memory, UI) are the server's."""
+    problem = remote_unreachable(remote)
+    if problem:
+        raise SessionError(problem)
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    patient = spark.client.get_retry_policies()
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=3, max_backoff=2000)])  # seconds, not ten minutes
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pyspark's RETRIES_EXCEEDED warning: the error says it
+            for key, value in conf.items():
+                if spark.conf.isModifiable(key):
+                    spark.conf.set(key, value)
+    except Exception as exc:
+        text = str(exc).strip()
+        details = re.search(r'details = "([^"]*)"', text)
+        reason = details.group(1) if details else (text.splitlines() or [type(exc).__name__])[0]
+        spark.client.close()  # no release RPC at exit either (it would retry for minutes)
+        raise SessionError(f"--remote {remote}: the Spark Connect server did not answer: {reason[:300]}") from None
+    finally:
+        spark.client.set_retry_policies(patient)
+    return spark
+
+
+def _launch_jvm_in_own_session(conf: dict[str, str]) -> None:
     """Start the driver's JVM in a session of its own, unless one runs already.
 
     pyspark starts the JVM with SIGINT ignored so that Ctrl-C reaches only Python, but the
@@ -88,13 +217,13 @@ def _launch_jvm_in_own_session(app_name: str, conf: dict[str, str]) -> None:
     foreground process group) killed a running task, and the "finish the running micro-batch"
     stop failed.  In its own session nothing the terminal sends reaches the JVM or its workers;
     they end when this process ends (the JVM exits when its stdin, a pipe from here, closes).
-    Under spark-submit the JVM exists already (PYSPARK_GATEWAY_PORT) and this does nothing."""
+    Not called under spark-submit, whose JVM exists already (PYSPARK_GATEWAY_PORT)."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if getattr(SparkContext, "_gateway", None) is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if getattr(SparkContext, "_gateway", None) is not None:
         return
-    spark_conf = SparkConf().setAppName(app_name)
+    spark_conf = SparkConf()
     for key, value in conf.items():
         spark_conf.set(key, value)
     SparkContext._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs={"start_new_session": True}))
@@ -105,6 +234,7 @@ STATE_STORES = {
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
 }
 STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
 
 
 def group_key(key: tuple) -> tuple[str | None, int | None]:
@@ -195,16 +325,36 @@ class BatchObserver(Protocol):
 
 @dataclass
 class ParquetSink:
-    """foreachBatch sink: each kind's rows of batch N replace ``OUTPUT/<kind>/batch_id=N``."""
+    """foreachBatch sink: each kind's rows of batch N replace ``OUTPUT/<kind>/batch_id=N``.
 
-    output_dir: Path
+    ``store`` is where OUTPUT is (``streaming.storage``: a local directory or a Hadoop URI).  The
+    observer writes local files: into OUTPUT itself when it is local, else into a local mirror
+    whose new and changed files are copied to the store after every batch."""
+
+    output_dir: Path | str
     on_batch: Callable[[BatchStats], None] | None = None
     stats: list[BatchStats] = field(default_factory=list)
     observer: BatchObserver | None = None
+    store: Any = None
+    _mirror: Any = None
+
+    def __post_init__(self) -> None:
+        from streaming.storage import LocalStore, Mirror
+
+        if self.store is None:
+            self.store = LocalStore(self.output_dir)
+        if not isinstance(self.store, LocalStore) and self.observer is not None:
+            self._mirror = Mirror(self.store, keep=("gx_results",))
+
+    @property
+    def observer_dir(self) -> Path:
+        return self._mirror.local if self._mirror is not None else Path(self.output_dir)
 
     def finish(self) -> None:
         if self.observer is not None:
-            self.observer.finish(self.output_dir)
+            self.observer.finish(self.observer_dir)
+            if self._mirror is not None:
+                self._mirror.upload_changes()
 
     def __call__(self, df, batch_id: int) -> None:
         from streaming.processor import tables_from_payloads
@@ -224,45 +374,56 @@ class ParquetSink:
         for kind in OUTPUT_KINDS:
             table = tables.get(kind)
             counts[kind] = 0 if table is None else table.num_rows
-            target = self.output_dir / kind / f"batch_id={batch_id}"
+            target = f"{kind}/batch_id={batch_id}"
             if not counts[kind]:
-                if target.exists():
-                    shutil.rmtree(target)  # a replayed batch that now has nothing of this kind
+                self.store.remove(target)  # a replayed batch that now has nothing of this kind
                 continue
             cols = KIND_COLUMNS[kind]
             sort_by = [(c, "ascending") for c in ("topic", "partition", "seq", "idx", "replica") if c in cols]
             table = table.select(list(cols)).cast(arrow_schema(kind)).sort_by(sort_by)
             written[kind] = table
-            write_batch_dir(target, table)
+            self.store.replace_dir(target, {BATCH_FILE: parquet_bytes(table)})
         if self.observer is not None:
-            self.observer.on_batch({kind: t.to_pandas() for kind, t in written.items()}, batch_id, self.output_dir)
+            self.observer.on_batch({kind: t.to_pandas() for kind, t in written.items()}, batch_id, self.observer_dir)
+            if self._mirror is not None:
+                self._mirror.upload_changes()
         stats = BatchStats(batch_id, counts, partitions, counts["violations"], counts["quarantine"])
         self.stats.append(stats)
         if self.on_batch:
             self.on_batch(stats)
 
 
-def write_batch_dir(target: Path, table) -> None:
-    """Replace ``target`` with a directory holding ``part-0.parquet``: written aside, then
-    swapped in, so a replayed batch replaces its output and a reader never sees half of it."""
+BATCH_FILE = "part-0.parquet"
+
+
+def parquet_bytes(table) -> bytes:
+    """``table`` as the bytes of one Parquet file (pyarrow's defaults: the same bytes for the same rows)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tmp = target.with_name(f".{target.name}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    pq.write_table(table, tmp / "part-0.parquet")
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(tmp, target)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def write_batch_dir(target: Path, table) -> None:
+    """Replace the local directory ``target`` with one holding ``part-0.parquet``: written aside,
+    then swapped in, so a replayed batch replaces its output and a reader never sees half of it."""
+    from streaming.storage import LocalStore
+
+    LocalStore(target.parent).replace_dir(target.name, {BATCH_FILE: parquet_bytes(table)})
 
 
 def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str,
                  trigger: Trigger | str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, observer: BatchObserver | None = None,
-                 workload: dict | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None):
+                 workload: dict | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None,
+                 shuffle_partitions: int | None = None):
     """Start the query; returns ``(query, sink)``.
+
+    ``state_store`` and ``shuffle_partitions`` (None: the session's) apply to this query only; Spark
+    records both in a new checkpoint and a restart uses the recorded ones.
 
     ``workload`` (instead of ``input_dir``): ``{"seed", "profile", "profile_spec", "partitions",
     "steps_per_batch", "max_steps"}`` with the profile as data (``profile_spec``, JSON), so
@@ -275,8 +436,10 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     from streaming.processor import COMPACT_MIN_RECORDS
     from streaming.schemas import BINARY_FILE_SCHEMA, CORRUPT_COLUMN, DECODED_SCHEMA, GROUP_OUTPUT_SCHEMA, REASON_COLUMN, STATE_SCHEMA
 
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    from streaming.storage import open_store
+
+    store = open_store(output_dir, spark)
+    store.mkdirs()
     no_corrupt = lit(None).cast("string")  # sources without unreadable lines
     reader = spark.readStream
     if workload is not None:
@@ -292,7 +455,6 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
         # and a file that cannot be decoded goes to quarantine instead of failing the query.
         from streaming.files import decode_file_batches
 
-        input_dir = Path(input_dir)
         fmt = "files"
         if max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
@@ -307,27 +469,39 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                             COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records, knobs),
         GROUP_OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
     )
-    sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer)
+    sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer, store=store)
     writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
     writer = trigger.apply(writer)
-    if state_store is not None:  # fixed in the checkpoint by the query's first start
-        spark.conf.set(STATE_STORE_CONF, STATE_STORES[state_store])
-    (output_dir / "run.json").write_text(json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir),
-                                                     "format": fmt, "workload": workload, "state_store": state_store or "hdfs"}) + "\n")
-    previous = spark.conf.get(STATE_STORE_CONF, None)
+    query_conf = {}  # fixed in the checkpoint by the query's first start
+    if state_store is not None:
+        query_conf[STATE_STORE_CONF] = STATE_STORES[state_store]
+    if shuffle_partitions is not None:
+        query_conf[SHUFFLE_PARTITIONS_CONF] = str(int(shuffle_partitions))
+    store.write_bytes("run.json", (json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir), "format": fmt,
+                                               "workload": workload, "state_store": state_store or "hdfs"}) + "\n").encode("utf-8"))
+    previous = {key: spark.conf.get(key, None) for key in query_conf}
     try:
+        for key, value in query_conf.items():
+            spark.conf.set(key, value)
         return writer.start(), sink
     finally:
-        if state_store is not None:  # the started query keeps its own copy of the session conf
-            if previous is None:
-                spark.conf.unset(STATE_STORE_CONF)
+        for key, value in previous.items():  # the started query keeps its own copy of the session conf
+            if value is None:
+                spark.conf.unset(key)
             else:
-                spark.conf.set(STATE_STORE_CONF, previous)
+                spark.conf.set(key, value)
 
 
 def state_bytes(progress: dict) -> int:
     """The state store's memory in use after a micro-batch (Spark's ``stateOperators``)."""
     return sum(op.get("memoryUsedBytes", 0) or 0 for op in progress.get("stateOperators", []))
+
+
+def input_rows(progress: dict) -> int:
+    """A micro-batch's input rows.  Through Spark Connect (4.3) a query's ``recentProgress`` lacks
+    the top-level ``numInputRows``; its sources carry them."""
+    rows = progress.get("numInputRows")
+    return rows if rows is not None else sum(s.get("numInputRows") or 0 for s in progress.get("sources") or [])
 
 
 def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
@@ -336,13 +510,16 @@ def _print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
     duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
     extra = (f", {st.partitions} partitions, {st.violations} violations, {st.quarantined} quarantined"
              if st else "")
-    print(f"batch {batch_id}: {progress.get('numInputRows', 0)} rows{extra}, {duration:.2f} s, "
+    print(f"batch {batch_id}: {input_rows(progress)} rows{extra}, {duration:.2f} s, "
           f"state {state_bytes(progress) / 1024:.0f} KiB", file=out, flush=True)
 
 
-def progress_listener(path: Path, query_name: str = "replemu"):
+PROGRESS_FILE = "progress.jsonl"
+
+
+def progress_listener(store, query_name: str = "replemu"):
     """A ``StreamingQueryListener`` appending every micro-batch's ``StreamingQueryProgress`` JSON
-    to ``path`` as one line (``OUTPUT/progress.jsonl``): the job's history after it ended."""
+    to the output ``store`` as one line (``OUTPUT/progress.jsonl``): the job's history after it ended."""
     from pyspark.sql.streaming import StreamingQueryListener
 
     class ProgressLog(StreamingQueryListener):
@@ -353,8 +530,7 @@ def progress_listener(path: Path, query_name: str = "replemu"):
             progress = event.progress
             if progress.name != query_name:
                 return
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(json.loads(progress.json), separators=(",", ":")) + "\n")
+            store.append_line(PROGRESS_FILE, json.dumps(json.loads(progress.json), separators=(",", ":")))
 
         def onQueryIdle(self, event) -> None:
             pass
@@ -365,10 +541,26 @@ def progress_listener(path: Path, query_name: str = "replemu"):
     return ProgressLog()
 
 
+def landed_stats(store, batch_id: int) -> BatchStats:
+    """The counts of micro-batch ``batch_id`` read back from the Parquet footers the sink wrote to
+    ``store``: for a sink that ran in another process (Spark Connect runs foreachBatch on the
+    server).  Every partition with rows has one summary row per batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streaming.schemas import OUTPUT_KINDS
+
+    rows = {}
+    for kind in OUTPUT_KINDS:
+        rel = f"{kind}/batch_id={batch_id}/{BATCH_FILE}"
+        rows[kind] = pq.ParquetFile(pa.BufferReader(store.read_bytes(rel))).metadata.num_rows if store.exists(rel) else 0
+    return BatchStats(batch_id, rows, rows["summary"], rows["violations"], rows["quarantine"])
+
+
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
                compact_min_records=None, observer=None, workload=None, knobs=None, state_store=None,
-               stop=None) -> list[BatchStats]:
+               stop=None, shuffle_partitions=None) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time),
     or until ``stop`` (a ``threading.Event``) is set: then the query is stopped between two
     micro-batches — the one running finishes and commits first — and the run ends normally.
@@ -378,26 +570,36 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
     trigger = parse_trigger(trigger) if isinstance(trigger, str) else trigger
     own = spark is None
     spark = spark or build_spark(master)
-    Path(output_dir).mkdir(parents=True, exist_ok=True)
-    listener = progress_listener(Path(output_dir) / "progress.jsonl")
+    from streaming.storage import open_store
+
+    store = open_store(output_dir, spark)
+    store.mkdirs()
+    listener = progress_listener(store)
     spark.streams.addListener(listener)
     try:
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
-                                   observer=observer, workload=workload, knobs=knobs, state_store=state_store)
+                                   observer=observer, workload=workload, knobs=knobs, state_store=state_store,
+                                   shuffle_partitions=shuffle_partitions)
         printed = set()
+        sink_elsewhere = is_connect(spark)  # the sink ran on the Connect server: its counts are in its files
 
         def drain() -> None:
             by_id = {s.batch_id: s for s in sink.stats}
             for progress in query.recentProgress:
-                if progress["batchId"] not in printed and (progress["batchId"] in by_id or progress.get("numInputRows", 0) == 0):
+                if sink_elsewhere and progress["batchId"] not in by_id and progress["batchId"] not in printed:
+                    landed = landed_stats(store, progress["batchId"])
+                    if input_rows(progress) or any(landed.rows.values()):  # not a no-data batch
+                        sink.stats.append(landed)
+                        by_id[landed.batch_id] = landed
+                if progress["batchId"] not in printed and (progress["batchId"] in by_id or input_rows(progress) == 0):
                     printed.add(progress["batchId"])
                     if progress["batchId"] in by_id:
-                        by_id[progress["batchId"]].input_rows = progress.get("numInputRows", 0)
+                        by_id[progress["batchId"]].input_rows = input_rows(progress)
                         by_id[progress["batchId"]].duration_s = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
                         by_id[progress["batchId"]].state_bytes = state_bytes(progress)
                     st = by_id.get(progress["batchId"])
-                    idle = progress.get("numInputRows", 0) == 0 and (st is None or not any(st.rows.values()))
+                    idle = input_rows(progress) == 0 and (st is None or not any(st.rows.values()))
                     if not quiet and not idle:  # no-data batches that only check timeouts stay silent
                         _print_progress(progress, by_id, out)
 
@@ -453,7 +655,9 @@ def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=s
             gaps.append({"topic": row["topic"], "partition": row["partition"], "missing_seq": row["next_seq"],
                          "waiting_seqs": [w[0] for w in waiting]})
     gaps.sort(key=lambda g: (g["topic"] is None, g["topic"] or "", g["partition"] if g["partition"] is not None else -1))
-    Path(output_dir, "gaps.json").write_text(json.dumps(gaps, indent=2) + "\n")
+    from streaming.storage import open_store
+
+    open_store(output_dir, spark).write_bytes("gaps.json", (json.dumps(gaps, indent=2) + "\n").encode("utf-8"))
     if out is not None:
         for g in gaps:
             print(f"gap: {g['topic']}/{g['partition']} waits for seq {g['missing_seq']} "

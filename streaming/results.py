@@ -44,7 +44,19 @@ class ResultsError(ValueError):
 RESULT_KINDS = ("summary", "violations", "losses", "errors", "log")
 
 
+def local_output_problem(output_dir: str | Path) -> str | None:
+    """Why ``output_dir`` cannot be read here: the readers take local directories, not URIs."""
+    from streaming.storage import is_uri
+
+    if is_uri(output_dir):
+        return (f"{output_dir}: the readers take a local directory; copy the job's output here first "
+                f"(e.g. hadoop fs -get {output_dir} DIR) and give DIR")
+    return None
+
+
 def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
+    if local_output_problem(output_dir):
+        raise ResultsError(local_output_problem(output_dir))
     output_dir = Path(output_dir)
     if not (output_dir / "run.json").exists():
         raise ResultsError(f"{output_dir}: not a replemu stream output directory (no run.json)")

@@ -167,3 +167,10 @@ def test_a_new_checkpoint_gets_the_masters_cores_as_state_partitions_and_a_resta
     assert main(["stream", "--workload", "clean", "--partitions", "2", "--seed", "1", "--max-steps", "5", "--protocol", "hw",
                  "--master", "spark://h:7077", "--output", str(tmp_path / "o2"), "--checkpoint", str(tmp_path / "c2")]) == 2
     assert "give --shuffle-partitions N" in capsys.readouterr().err and time.monotonic() - start < 10
+
+
+def test_protocol_all_under_a_processing_time_trigger_is_refused_rather_than_running_one_variant_forever(tmp_path, capsys):
+    assert main(["stream", "--workload", "clean", "--partitions", "2", "--seed", "1", "--protocol", "all",
+                 "--trigger", "processing-time=5s", "--output", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c")]) == 2
+    assert "start one stream per variant" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()  # refused before anything was written

@@ -1,0 +1,206 @@
+"""The stream job beyond one JVM gives the outputs of a ``local[2]`` run, byte for byte:
+
+* on ``local-cluster[2,1,1024]`` — a standalone master, two workers and two executor JVMs, each with
+  its own Python workers, all on this machine (the test watches them run);
+* through Spark Connect — a server started from pyspark's own ``sbin/start-connect-server.sh``,
+  where the foreachBatch sink, the Python data source and the state function run in the server's
+  Python processes and only the listener and the driving loop run in the client.
+
+Both compare every Parquet file (outputs and GX validations) and ``replemu results --json``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, replemu
+from processes import job_processes
+
+WORKLOAD = ["--workload", "hard", "--partitions", "8", "--seed", "1", "--steps-per-batch", "10", "--max-steps", "30",
+            "--protocol", "kip320"]
+SPARK_HOME = Path(__import__("pyspark").__file__).parent
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.parquet"))}
+
+
+def assert_same_outputs(out: Path, reference: Path) -> None:
+    got, want = tree_bytes(out), tree_bytes(reference)
+    assert want and sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []
+    results = [replemu("results", str(d), "--json") for d in (out, reference)]
+    assert [r.returncode for r in results] == [0, 0], results[0].stderr + results[1].stderr
+    assert results[0].stdout == results[1].stdout
+
+
+@pytest.fixture(scope="module")
+def local_output(spark, tmp_path_factory) -> Path:
+    """The reference: the same workload on ``local[2]`` (the shared session; what ``replemu stream
+    --master local[2]`` runs: the expectation suites observe it, 2 state partitions)."""
+    from expectations.suites import ExpectationsObserver
+    from scenario_io.profiles import load_profiles
+    from streaming.job import run_stream
+    from streaming.workload_source import workload_options
+
+    root = tmp_path_factory.mktemp("local")
+    workload = workload_options(load_profiles()["hard"], 1, 8, steps_per_batch=10, max_steps=30)
+    stats = run_stream(None, root / "out", root / "ck", "kip320", spark=spark, quiet=True, workload=workload,
+                       observer=ExpectationsObserver(), shuffle_partitions=2)
+    assert len(stats) == 3 and sum(s.violations for s in stats) > 0  # violations and errors are compared too
+    return root / "out"
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """The local addresses with a socket listening on TCP ``port`` (from /proc/net/tcp and tcp6)."""
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6,
+                                           b"".join(bytes.fromhex(address[i:i + 8])[::-1] for i in range(0, width, 8))))
+    return found
+
+
+def test_local_cluster_runs_two_executor_jvms_with_their_own_python_workers_and_gives_local_outputs(tmp_path, local_output):
+    out = tmp_path / "stdout"
+    cmd = [sys.executable, "-m", "replemu", "stream", *WORKLOAD, "--master", "local-cluster[2,1,1024]",
+           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck")]  # the Spark UI on: the default
+    with open(out, "w") as stdout:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    executors, max_alive, workers_of, ui = set(), 0, {}, None
+    try:
+        deadline = time.monotonic() + 240
+        while proc.poll() is None and time.monotonic() < deadline:
+            procs = job_processes({proc.pid})
+            alive = {pid for pid, _, cmd in procs if "CoarseGrainedExecutorBackend" in cmd}
+            executors, max_alive = executors | alive, max(max_alive, len(alive))
+            for pid, ppid, cmd in procs:
+                if ppid in executors and "pyspark.daemon" in cmd:
+                    workers_of.setdefault(ppid, set()).add(pid)
+            if ui is None and (m := re.search(r"Spark UI: http://[^:/]+:(\d+)", out.read_text())):
+                ui = _listening_addresses(int(m.group(1)))
+            time.sleep(0.2)
+        stderr = proc.communicate(timeout=max(1, deadline - time.monotonic()))[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        app = re.search(r"Spark application (app-\S+),", out.read_text())
+        if app:  # local-cluster keeps each executor's work directory under SPARK_HOME/work
+            shutil.rmtree(SPARK_HOME / "work" / app.group(1), ignore_errors=True)
+    assert proc.returncode == 0, stderr[-2000:]
+    # two executor JVMs, each with Python workers of its own (a third may flash up while the
+    # application stops: the standalone master replaces an executor that exits before it is told)
+    assert len(workers_of) == 2 and max_alive >= 2, f"executor JVMs {sorted(executors)}, their Python workers {workers_of}"
+    assert ui == {"::ffff:127.0.0.1"} or ui == {"127.0.0.1"}, ui  # a local master's UI: this machine only
+    assert "3 micro-batches" in out.read_text()
+    assert_same_outputs(tmp_path / "out", local_output)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def connect_server(tmp_path):
+    """A Spark Connect server (pyspark's own scripts) on 127.0.0.1:PORT; stopped after, no JVM left."""
+    port = _free_port()
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(tmp_path / "server-logs"),
+           "SPARK_PID_DIR": str(tmp_path / "server-pids"), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_IDENT_STRING": "replemu-test"}
+    (tmp_path / "server-cwd").mkdir()
+    started = subprocess.run(["bash", str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]",
+                              "--conf", f"spark.connect.grpc.binding.port={port}",
+                              "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false"],
+                             env=env, cwd=tmp_path / "server-cwd", capture_output=True, text=True, timeout=120)
+    pid_files = list((tmp_path / "server-pids").glob("*.pid"))
+    pid = int(pid_files[0].read_text()) if pid_files else None
+
+    def log() -> str:
+        return "\n".join(p.read_text()[-3000:] for p in (tmp_path / "server-logs").glob("*"))
+
+    try:
+        assert started.returncode == 0 and pid is not None, started.stdout + started.stderr
+        deadline = time.monotonic() + 120
+        while True:  # the gRPC port opens once the server's SparkContext is up
+            assert os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline, log()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert _listening_addresses(port) in ({"::ffff:127.0.0.1"}, {"127.0.0.1"})
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        subprocess.run(["bash", str(SPARK_HOME / "sbin" / "stop-connect-server.sh")], env=env, capture_output=True, timeout=60)
+        if pid is not None:
+            deadline = time.monotonic() + 30
+            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if os.path.exists(f"/proc/{pid}"):
+                os.kill(pid, signal.SIGKILL)
+                time.sleep(1)
+            assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z", \
+                "the Connect server's JVM survived"
+
+
+def test_through_spark_connect_the_job_gives_local_outputs(tmp_path, connect_server, local_output):
+    done = replemu("stream", *WORKLOAD, "--remote", connect_server, "--shuffle-partitions", "2",
+                   "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Spark Connect session" in done.stdout
+    # the sink ran on the server: its counts come back from the files it wrote
+    assert re.findall(r"batch \d: (\d+) rows, 8 partitions", done.stdout) == ["88", "80", "80"], done.stdout
+    assert "3 micro-batches" in done.stdout
+    assert_same_outputs(tmp_path / "out", local_output)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--remote", "http://h:15002"], "is not a Spark Connect URL"),
+    (["--remote", "sc://h"], "is not a Spark Connect URL"),
+    (["--remote", "sc://h:70000"], "is not a Spark Connect URL"),
+    (["--remote", "sc://127.0.0.1:15002", "--master", "local[2]"], "not both"),
+])
+def test_a_bad_remote_exits_2_before_anything_starts(tmp_path, extra, message):
+    done = replemu("stream", *WORKLOAD, *extra, "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"))
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "out").exists()
+
+
+def test_an_unreachable_connect_server_exits_3_with_one_line(tmp_path):
+    done = replemu("stream", *WORKLOAD, "--remote", f"sc://127.0.0.1:{_free_port()}", "--shuffle-partitions", "2",
+                   "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"))
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "no Spark Connect server reachable" in done.stderr
+    assert not (tmp_path / "ck").exists()  # refused before the checkpoint was touched
+
+
+def test_under_spark_submit_its_master_and_conf_win_over_spark_conf(tmp_path):
+    """spark-submit's JVM exists before build_spark runs; what spark-submit set must not be
+    overridden by conf/spark.conf (spark.master local[*], shuffle partitions 2)."""
+    script = tmp_path / "probe.py"
+    script.write_text("from streaming.job import build_spark\n"
+                      "spark = build_spark()\n"
+                      "print('MASTER', spark.sparkContext.master, spark.conf.get('spark.sql.shuffle.partitions'),"
+                      " spark.conf.get('spark.sql.session.timeZone'))\n"
+                      "spark.stop()\n")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", "--conf", "spark.sql.shuffle.partitions=3",
+                           "--conf", "spark.ui.enabled=false", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "MASTER local[1] 3 UTC" in done.stdout, done.stdout + done.stderr[-2000:]

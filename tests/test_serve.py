@@ -1,0 +1,411 @@
+"""``replemu serve``: the endpoints hold what the outputs hold, the log picture replays to what the
+core computes, nothing outside OUTPUT_DIR is served, bad input is one line and exit 2, and in a
+browser the page follows a job: a micro-batch landing while it is open appears without a reload."""
+
+from __future__ import annotations
+
+import http.client
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote, urlparse
+
+import pytest
+
+from emulator import parse_scenario, run_scenario
+from emulator.invariants import INVARIANTS, Tier
+from emulator.workload import partition_header, step_bursts
+from expectations.suites import ExpectationsObserver
+from replemu.dashboard import logs_at
+from replemu.serve import create_app
+from scenario_io.profiles import load_profiles
+from streaming.job import run_stream
+from streaming.results import final_findings, read_output, read_results
+from streaming.workload_source import workload_options
+
+from conftest import ROOT
+
+# hard profile, seed 1: in 90 steps every partition truncates a log, five break invariants, one loses records
+SEED, PARTITIONS, STEPS_PER_BATCH, BATCHES, PROTOCOL = 1, 10, 30, 3, "hw"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LOCAL = {"Host": "127.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def output(spark, tmp_path_factory) -> Path:
+    """A real workload stream: 10 partitions, 3 micro-batches, validated by the GX suites."""
+    root = tmp_path_factory.mktemp("serve")
+    workload = workload_options(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * BATCHES)
+    run_stream(None, root / "out", root / "ck", PROTOCOL, spark=spark, quiet=True, workload=workload,
+               observer=ExpectationsObserver())
+    return root / "out"
+
+
+@pytest.fixture(scope="module")
+def client(output):
+    from werkzeug.test import Client
+
+    return Client(create_app(output))
+
+
+def get_json(client, path: str):
+    response = client.get(path, headers=LOCAL)
+    assert response.status_code == 200, (path, response.status_code, response.get_data(as_text=True)[:300])
+    return json.loads(response.get_data())
+
+
+def core_trace(k: int) -> dict:
+    """Partition k replayed by the core alone: the workload's first steps, as the stream got them."""
+    profile = load_profiles()["hard"]
+    header = partition_header(SEED, k, profile)
+    steps = list(itertools.islice(itertools.chain.from_iterable(step_bursts(SEED, k, profile)), STEPS_PER_BATCH * BATCHES))
+    doc = {"name": header["name"], "topic": header["topic"], "partition": k, "replicas": header["replicas"],
+           "config": header["config"], "steps": steps}
+    return run_scenario(parse_scenario(doc), PROTOCOL, trace=True)
+
+
+# -- the endpoints ---------------------------------------------------------------------------------
+
+def test_endpoints_hold_the_partitions_batches_and_findings_of_the_outputs(output, client):
+    results = read_results(output)
+    summary = read_output(output, "summary")
+    status = get_json(client, "/api/status")
+    assert [r["id"] for r in status["runs"]] == ["-"] and status["started"]
+    assert [b for b, _ in status["runs"][0]["batches"]] == sorted(set(summary["batch_id"])) == list(range(BATCHES))
+
+    overview = get_json(client, "/api/runs/-/overview")
+    assert [p["key"] for p in overview["partitions"]] == [f"{t}/{p}" for t, p in
+                                                          sorted({(t, int(p)) for t, p in zip(summary["topic"], summary["partition"])})]
+    for p, r in zip(overview["partitions"], results):
+        assert p["scenario"] == r["scenario"] and p["steps"] == r["steps"]
+        assert set(p["violated"]) == {v["invariant"] for v in r["violations"]}, p["key"]
+        assert p["lost"] == len(r["losses"])
+        assert p["status"] == ("lost data" if r["losses"] else "violated" if r["violations"] else "ok")
+    assert sum(overview["counts"].values()) == len(results) == PARTITIONS
+    assert overview["counts"]["violated"] + overview["counts"]["lost data"] >= 2  # the fixture has findings to show
+    # The matrix row: partitions per invariant, and the first violation with its batch's GX page.
+    for name, cell in overview["matrix"].items():
+        assert cell["partitions"] == sum(name in {v["invariant"] for v in r["violations"]} for r in results)
+        if INVARIANTS[name].tier == Tier.STEP:  # the final tier's first judgement may predate the last one
+            assert cell["first"]["step"] == min(v["step"] for r in results for v in r["violations"] if v["invariant"] == name)
+        assert cell["first"]["docs"].startswith("/runs/-/data_docs/validations/")
+
+    progress = {json.loads(line)["batchId"]: json.loads(line) for line in (output / "progress.jsonl").read_text().splitlines()}
+    violations = read_output(output, "violations")
+    validations = read_output(output, "validations")
+    batches = get_json(client, "/api/runs/-/batches")
+    assert [b["batch_id"] for b in batches] == list(range(BATCHES))
+    for b in batches:
+        assert b["input_rows"] == progress[b["batch_id"]]["numInputRows"] and b["landed"]
+        assert b["state_bytes"] == sum(op["memoryUsedBytes"] for op in progress[b["batch_id"]]["stateOperators"])
+        expected = violations[violations["batch_id"] == b["batch_id"]].groupby("invariant").size().to_dict() if not violations.empty else {}
+        for row in summary[summary["batch_id"] == b["batch_id"]].to_dict("records"):
+            for f in final_findings(row):
+                expected[f["invariant"]] = expected.get(f["invariant"], 0) + 1
+        assert b["violations"] == expected
+        assert len(b["validations"]) == (validations["batch_id"] == b["batch_id"]).sum()
+    assert get_json(client, "/api/runs/-/batches?ids=2")[0] == batches[2]
+
+
+def test_the_log_at_every_step_is_what_the_core_computes(output, client):
+    results = {r["scenario"]: r for r in read_results(output)}
+    truncated_somewhere = False
+    for k in range(PARTITIONS):
+        topic = partition_header(SEED, k, load_profiles()["hard"])["topic"]
+        detail = get_json(client, f"/api/runs/-/partition?topic={quote(topic)}&partition={k}")
+        core = core_trace(k)
+        assert detail["timeline"]["steps"] == [t["step"] for t in core["trace"]]
+        for t in core["trace"]:
+            logs = logs_at(detail["log"], t["step"], list(t["replicas"]))
+            assert logs == {r: t["replicas"][r]["log"] for r in t["replicas"]}, (k, t["step"])
+        for i, t in enumerate(core["trace"][1:], start=1):
+            truncated_somewhere |= any(len(t["replicas"][r]["log"]) < len(core["trace"][i - 1]["replicas"][r]["log"]) for r in t["replicas"])
+        last = detail["timeline"]["steps"][-1]
+        served = get_json(client, f"/api/runs/-/logs?topic={quote(topic)}&partition={k}&step={last}")["replicas"]
+        final = results[detail["scenario"]]["final"]["replicas"]
+        assert served == {r: final[r]["log"] for r in final}
+        assert detail["violations"] == results[detail["scenario"]]["violations"] and detail["losses"] == results[detail["scenario"]]["losses"]
+    assert truncated_somewhere
+
+
+def test_unknown_runs_partitions_and_bad_arguments_are_refused(client):
+    assert client.get("/api/runs/nope/overview", headers=LOCAL).status_code == 404
+    assert client.get("/api/runs/-/partition?topic=nope&partition=0", headers=LOCAL).status_code == 404
+    assert client.get("/api/runs/-/partition?topic=x&partition=abc", headers=LOCAL).status_code == 400
+    assert client.get("/api/runs/-/logs?topic=x&partition=0&step=", headers=LOCAL).status_code == 400
+    # a page on another site reaching the server by DNS rebinding names another host
+    assert client.get("/api/status", headers={"Host": "evil.example:8050"}).status_code == 400
+
+
+def test_a_job_that_has_not_landed_a_batch_is_waited_for(tmp_path):
+    from werkzeug.test import Client
+
+    (tmp_path / "replemu.lock").write_text("")
+    c = Client(create_app(tmp_path))
+    assert get_json(c, "/api/status") == {"root": str(tmp_path.resolve()), "runs": [], "started": False}
+    (tmp_path / "run.json").write_text(json.dumps({"protocol": "hw"}))
+    status = get_json(c, "/api/status")
+    assert status["runs"][0]["batches"] == [] and status["started"]
+    overview = get_json(c, "/api/runs/-/overview")
+    assert overview["partitions"] == [] and overview["protocol"] == "hw"
+    page = c.get("/", headers=LOCAL).get_data(as_text=True)
+    assert "Waiting for the first micro-batch" in page
+
+
+# -- the real server: traversal, methods, command line -----------------------------------------------
+
+def start_server(directory: Path) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "replemu", "serve", str(directory), "--port", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+    assert m, (line, proc.stderr.read() if proc.poll() is not None else "")
+    return proc, m.group(0)
+
+
+def stop_server(proc: subprocess.Popen) -> tuple[int, str, str]:
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    out, err = proc.communicate(timeout=20)
+    return proc.returncode, out, err
+
+
+@pytest.fixture(scope="module")
+def server(output):
+    proc, url = start_server(output)
+    yield url
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+
+
+def raw(url: str, path: str, method: str = "GET") -> tuple[int, bytes]:
+    """One request with ``path`` sent exactly as given (no client-side normalisation)."""
+    u = urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=20)
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        conn.endheaders()
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def test_nothing_outside_the_output_directory_is_served(output, server, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    secret = "replemu-serve-secret-" + "x" * 8
+    (outside / "secret.txt").write_text(secret)
+    (output.parent / "secret.txt").write_text(secret)  # next to OUTPUT_DIR
+    docs = output / "data_docs"
+    (docs / "link.txt").symlink_to(outside / "secret.txt")
+    (docs / "linkdir").symlink_to(outside, target_is_directory=True)
+    try:
+        attempts = [
+            "/runs/-/data_docs/../../secret.txt", "/runs/-/data_docs/../../../secret.txt",
+            "/runs/-/data_docs/%2e%2e/%2e%2e/secret.txt", "/runs/-/data_docs/%2e%2e%2f%2e%2e%2fsecret.txt",
+            "/runs/-/data_docs/..%2f..%2fsecret.txt", "/runs/-/data_docs/%2E%2E%2F%2E%2E%2Fsecret.txt",
+            "/runs/-/data_docs/.%2e/.%2e/secret.txt", "/runs/-/data_docs/%252e%252e%252fsecret.txt",
+            "/runs/-/data_docs//etc/passwd", "/runs/-/data_docs/%2fetc%2fpasswd", "/etc/passwd", "/../../etc/passwd",
+            "/%2e%2e/%2e%2e/etc/passwd", "/assets/..%2f..%2fsecret.txt", "/assets/%2e%2e%2fdashboard.py", "/assets/page.html",
+            "/runs/..%2f..%2f/data_docs/secret.txt", "/runs/-/data_docs/link.txt", "/runs/-/data_docs/linkdir/secret.txt",
+            "/runs/-/data_docs/linkdir/", "/runs/-/data_docs/index.html%00.txt", "/runs/-/data_docs/..\\..\\secret.txt",
+            f"/runs/-/data_docs/{outside}/secret.txt",
+        ]
+        for path in attempts:
+            status, body = raw(server, path)
+            assert status in (400, 403, 404), (path, status)
+            assert secret.encode() not in body and b"root:" not in body and b"import " not in body, path
+        status, body = raw(server, "/runs/-/data_docs/index.html")  # what is inside is served
+        assert status == 200 and b"<html" in body.lower()
+    finally:
+        (docs / "link.txt").unlink()
+        (docs / "linkdir").unlink()
+
+
+def test_only_get_and_head_are_answered(server):
+    for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS"):
+        for path in ("/", "/api/status", "/runs/-/data_docs/index.html"):
+            assert raw(server, path, method)[0] == 405, (method, path)
+    assert raw(server, "/api/status", "HEAD") == (200, b"")
+
+
+def test_data_docs_pages_are_served(output, server, client):
+    pages = {v["docs"] for b in get_json(client, "/api/runs/-/batches") for v in b["validations"] if v["docs"]}
+    assert pages
+    overview = get_json(client, "/api/runs/-/overview")
+    for path in sorted(pages)[:3] + [overview["docs_index"]]:
+        status, body = raw(server, path)
+        assert status == 200 and b"<html" in body.lower(), path
+
+
+def test_ctrl_c_stops_the_server_with_exit_0_and_a_job_not_started_is_served(tmp_path):
+    (tmp_path / "replemu.lock").write_text("")
+    proc, url = start_server(tmp_path)
+    try:
+        assert json.loads(raw(url, "/api/status")[1])["started"] is False
+    finally:
+        status, out, err = stop_server(proc)
+    assert status == 0 and "Traceback" not in err, err  # the URL was the first line (start_server read it)
+    assert "replemu serve: stopped" in out
+
+
+def test_the_command_line_refuses_bad_input_with_one_line_and_exit_2(output, tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "empty").mkdir()
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    cases = [
+        ([str(tmp_path / "missing")], "does not exist"),
+        ([str(tmp_path / "file.txt")], "is not a directory"),
+        ([str(tmp_path / "empty")], "not a stream output"),
+        ([str(output), "--port", "70000"], "out of range"),
+        ([str(output), "--port", "-1"], "out of range"),
+        ([str(output), "--port", "http"], "not an integer"),
+        ([str(output), "--port", str(port)], "already in use"),
+    ]
+    try:
+        for args, words in cases:
+            done = subprocess.run([sys.executable, "-m", "replemu", "serve", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 2, (args, done.stderr)
+            assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, (args, done.stderr)
+    finally:
+        busy.close()
+
+
+# -- in a browser ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is installed by scripts/test.sh")
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield b
+        b.close()
+
+
+class Watched:
+    """A page with every request, failed request, console error and page error recorded."""
+
+    def __init__(self, browser, url: str):
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.page = self.context.new_page()
+        self.requests, self.problems = [], []
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("requestfailed", lambda r: self.problems.append(f"failed: {r.url} {r.failure}"))
+        self.page.on("console", lambda m: self.problems.append(f"console: {m.text}") if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.goto(url)
+        self.page.wait_for_selector("body[data-rendered=ok]", timeout=30_000)
+
+    def check_clean(self, port: int) -> None:
+        assert self.problems == []
+        elsewhere = [u for u in self.requests if not (urlparse(u).hostname == "127.0.0.1" and urlparse(u).port == port)
+                     and not u.startswith("data:")]
+        assert elsewhere == []
+        assert self.page.evaluate("document.body.dataset.error") is None
+
+    def wait_until(self, js: str, timeout: float = 20) -> None:
+        """Poll ``js`` from here (Playwright's wait_for_function evaluates strings with eval, which
+        the page's Content-Security-Policy forbids)."""
+        deadline = time.monotonic() + timeout
+        while not self.page.evaluate(js):
+            assert time.monotonic() < deadline, f"timed out waiting for {js}"
+            self.page.wait_for_timeout(100)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def test_the_page_lists_the_partitions_and_steps_through_the_log_picture(output, server, client, browser):
+    overview = get_json(client, "/api/runs/-/overview")
+    # a step after which some replica's log changes (an append or a truncation)
+    key, step, after = None, None, None
+    for p in overview["partitions"]:
+        detail = get_json(client, f"/api/runs/-/partition?topic={quote(p['topic'])}&partition={p['partition']}")
+        steps = detail["timeline"]["steps"]
+        for a, b in zip(steps, steps[1:]):
+            before_logs, after_logs = logs_at(detail["log"], a), logs_at(detail["log"], b)
+            if any(len(before_logs.get(r, [])) > len(after_logs.get(r, [])) for r in before_logs):  # a truncation
+                key, step, after = p["key"], a, after_logs
+                break
+        if key:
+            break
+    assert key
+    w = Watched(browser, server)
+    try:
+        chips = w.page.locator("#pchips .pchip")
+        assert chips.count() == PARTITIONS
+        assert w.page.locator("#partition option").all_inner_texts()[0].startswith(overview["partitions"][0]["key"])
+        chips.nth([p["key"] for p in overview["partitions"]].index(key)).click()  # opens the partition at its last step
+        w.wait_until(f"document.getElementById('partition').value === {json.dumps(key)}")
+        w.page.evaluate(f"location.hash = {json.dumps('#run=-&p=' + key + '&s=' + str(step))}")
+        w.page.wait_for_selector(f"#logpic-svg[data-step='{step}']")
+        before = w.page.locator("#logpic-svg g.replica").evaluate_all("gs => gs.map(g => g.dataset.len)")
+        w.page.click("#step-next")
+        nxt = w.page.wait_for_selector("#logpic-svg:not([data-step='%d'])" % step)
+        now = w.page.locator("#logpic-svg g.replica").evaluate_all("gs => gs.map(g => [g.dataset.replica, g.dataset.len])")
+        assert {r: int(n) for r, n in now} == {r: len(log) for r, log in after.items()}
+        assert [n for _, n in now] != before
+        assert w.page.locator("#logpic-svg g.ghost").count() > 0  # the truncated records, drawn once as ghosts
+        assert nxt.get_attribute("data-step") != str(step)
+        assert w.page.locator("#logpic-svg g.replica[data-leader='1']").count() <= 1
+        assert w.page.locator("#logpic-svg line.hw").count() == w.page.locator("#logpic-svg line.leo").count() == len(now)
+        w.page.keyboard.press("ArrowLeft")  # the keyboard steps back
+        w.page.wait_for_selector(f"#logpic-svg[data-step='{step}']")
+        w.check_clean(urlparse(server).port)
+    finally:
+        w.close()
+
+
+def _copy_batch(src: Path, dst: Path, batch: int) -> None:
+    """Land batch ``batch`` of ``src`` in ``dst`` as the sink does: each kind's directory is
+    written aside and renamed into place, then the progress line is appended."""
+    for kind_dir in sorted(p for p in src.iterdir() if p.is_dir()):
+        part = kind_dir / f"batch_id={batch}"
+        if not part.is_dir():
+            continue
+        (dst / kind_dir.name).mkdir(exist_ok=True)
+        tmp = dst / kind_dir.name / f".batch_id={batch}.tmp"
+        shutil.copytree(part, tmp)
+        os.replace(tmp, dst / kind_dir.name / f"batch_id={batch}")
+    line = [ln for ln in (src / "progress.jsonl").read_text().splitlines() if json.loads(ln)["batchId"] == batch][-1]
+    with open(dst / "progress.jsonl", "a") as f:
+        f.write(line + "\n")
+
+
+def test_a_batch_landing_while_the_page_is_open_appears_without_a_reload(output, browser, tmp_path):
+    live = tmp_path / "live"
+    live.mkdir()
+    shutil.copy(output / "run.json", live / "run.json")
+    for b in range(BATCHES - 1):
+        _copy_batch(output, live, b)
+    proc, url = start_server(live)
+    try:
+        w = Watched(browser, url)
+        try:
+            w.wait_until("document.getElementById('job-line').textContent.includes('last: batch 1')")
+            w.page.evaluate("window.__sameDocument = true")
+            _copy_batch(output, live, BATCHES - 1)
+            w.wait_until(f"document.getElementById('job-line').textContent.includes('last: batch {BATCHES - 1}')", timeout=20)
+            assert w.page.evaluate("window.__sameDocument") is True  # no reload happened
+            assert f"batch {BATCHES - 1}" in w.page.evaluate("document.getElementById('charts').textContent")
+            w.check_clean(urlparse(url).port)
+        finally:
+            w.close()
+    finally:
+        status, _, err = stop_server(proc)
+    assert status == 0, err

@@ -1,0 +1,84 @@
+"""Output and checkpoint on a Hadoop-compatible URI: the job writes through the driver JVM's
+Hadoop FileSystem (``streaming.storage``).  ``file://`` URIs take that very path on this machine
+(Hadoop's local filesystem), so the bytes can be compared with a run on plain paths."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from streaming.checkpoint import LEASE_S, LOCK_FILE, CheckpointError, Claim, Lease
+from streaming.job import run_stream
+from streaming.storage import LocalStore, is_uri, join
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTITIONS, STEPS_PER_BATCH, SEED = 6, 10, 3
+
+
+def parquet_files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.parquet"))}
+
+
+def cli_stream(out: str, ck: str, max_steps: int) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "replemu", "stream", "--workload", "hard", "--partitions", str(PARTITIONS),
+                           "--seed", str(SEED), "--steps-per-batch", str(STEPS_PER_BATCH), "--max-steps", str(max_steps),
+                           "--protocol", "hw", "--output", out, "--checkpoint", ck], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_a_stream_on_hadoop_uris_restarts_and_writes_the_bytes_of_a_run_on_plain_paths(spark, tmp_path):
+    from expectations.suites import ExpectationsObserver
+    from scenario_io.profiles import load_profiles
+    from streaming.workload_source import workload_options
+
+    out, ck = tmp_path / "uri-out", tmp_path / "uri-ck"
+    first = cli_stream(f"file://{out}", f"file://{ck}", 20)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = cli_stream(f"file://{out}", f"file://{ck}", 30)  # a restart: reads the identity back through Hadoop
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "state partitions" in second.stdout
+
+    straight = workload_options(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=30)
+    run_stream(None, tmp_path / "plain-out", tmp_path / "plain-ck", "hw", spark=spark, quiet=True, workload=straight,
+               observer=ExpectationsObserver())
+    got, want = parquet_files(out), parquet_files(tmp_path / "plain-out")
+    assert set(got) == set(want) and any(k.startswith("validations/") for k in want)
+    assert got == want  # outputs and expectation results, byte for byte
+    assert any(out.rglob(".part-0.parquet.crc"))  # written by Hadoop's local filesystem, not by os calls
+    assert (out / "data_docs" / "index.html").exists()  # GX wrote them locally; they were copied to the URI
+    assert not (out / LOCK_FILE).exists() and not (ck / LOCK_FILE).exists()  # the leases were released
+    assert json.loads((ck / "replemu-identity.json").read_text())["identity"]["protocol"] == "hw"
+    assert len((out / "progress.jsonl").read_text().splitlines()) >= 3
+
+    # the readers take local directories: a URI is one clear line, exit 2
+    proc = subprocess.run([sys.executable, "-m", "replemu", "results", f"file://{out}"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and "copy the job's output here first" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_lease_refuses_a_second_job_and_is_taken_over_once_its_holder_stopped_renewing(tmp_path):
+    store = LocalStore(tmp_path / "out")
+    store.mkdirs()
+    first = Claim()
+    first.leases.append(Lease(store, "output directory", first))
+    with pytest.raises(CheckpointError, match=r"in use by another running job \(pid \d+ on .*lease renewed 1 s ago"):
+        Lease(store, "output directory", Claim())
+    first.release()
+    assert not store.exists(LOCK_FILE)
+
+    stale = {"holder": "pid 1 on elsewhere", "renewed": time.time() - LEASE_S - 1}
+    store.write_bytes(LOCK_FILE, json.dumps(stale).encode())
+    claim = Claim()
+    claim.leases.append(Lease(store, "output directory", claim))
+    assert claim.notes == [f"output directory {store.location}: took over the lease of a job that ended without releasing it "
+                           f"(pid 1 on elsewhere)"]
+    claim.release()
+
+
+def test_uris_are_told_from_paths_and_joined_without_losing_the_authority():
+    assert is_uri("hdfs://nn:8020/x") and is_uri("s3a://bucket/p") and is_uri("file:///tmp/x")
+    assert not is_uri("/tmp/x") and not is_uri("relative/dir") and not is_uri("c:/x")
+    assert join("hdfs://nn:8020/out/", "kip101") == "hdfs://nn:8020/out/kip101"
+    assert join("/tmp/out", "kip101") == "/tmp/out/kip101"
