@@ -81,3 +81,39 @@ def test_ctrl_c_stops_after_the_running_batch_and_the_same_command_continues(spa
     straight = workload_options(load_profiles()["clean"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * len(done))
     run_stream(None, tmp_path / "straight", tmp_path / "straight-ck", "kip320", spark=spark, quiet=True, workload=straight)
     assert read_results(tmp_path / "out") == read_results(tmp_path / "straight")
+
+
+RUNNER = "/v/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/sql/streaming/python_streaming_source_runner.py"
+SERIALIZERS = "/v/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/serializers.py"
+DAEMON = "/v/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/daemon.py"
+
+
+def test_pysparks_tracebacks_of_a_closed_socket_at_stop_are_dropped_and_everything_else_passes():
+    """What the JVM's processes printed when a query stopped (seen in CI): dropped; a real error,
+    a traceback of our code or any other line passes whole and in order."""
+    from streaming.job import ShutdownNoise
+
+    shutdown = [
+        "Traceback (most recent call last):\n", f'  File "{RUNNER}", line 265, in main\n',
+        f'  File "{SERIALIZERS}", line 604, in read_int\n', "EOFError\n", "\n",
+        "During handling of the above exception, another exception occurred:\n", "\n",
+        "Traceback (most recent call last):\n", f'  File "{RUNNER}", line 299, in main\n',
+        '  File "/usr/lib/python3.11/socket.py", line 724, in write\n', "BrokenPipeError: [Errno 32] Broken pipe\n",
+        "Traceback (most recent call last):\n", f'  File "{DAEMON}", line 264, in manager\n',
+        f'  File "{DAEMON}", line 95, in worker\n', "BrokenPipeError: [Errno 32] Broken pipe\n",
+    ]
+    ours = ["Traceback (most recent call last):\n", '  File "/work/streaming/processor.py", line 3, in step\n',
+            "    raise ValueError('x')\n", "ValueError: x\n"]
+    real = ["Traceback (most recent call last):\n", f'  File "{RUNNER}", line 120, in main\n',
+            "MemoryError\n"]
+
+    def run(lines):
+        f = ShutdownNoise()
+        return [out for line in lines for out in f.feed(line)] + f.close()
+
+    assert run(["batch 3: 20 rows\n", *shutdown, "stopped\n"]) == ["batch 3: 20 rows\n", "stopped\n"]
+    assert run(shutdown) == []
+    assert run(["a\n", *ours, "b\n"]) == ["a\n", *ours, "b\n"]
+    assert run(real) == real
+    f = ShutdownNoise()
+    assert [o for line in ours for o in f.feed(line)] == ours  # a real traceback is not held back
