@@ -107,17 +107,12 @@ def log_ops_from_trace(trace: list[dict]) -> list[list]:
 def logs_at(ops: list[list], step: int, replicas: list[str] | None = None) -> dict[str, list[list]]:
     """Every replica's log (``[[offset, epoch, value], ...]``) after step ``step``: the ``log``
     operations up to it replayed (the page's script does the same)."""
-    logs: dict[str, list[list]] = {str(r): [] for r in replicas or []}
-    for seq, replica, op, offset, epoch, value in ops:
-        if seq > step:
-            break
-        log = logs.setdefault(str(replica), [])
-        if op == "append":
-            del log[offset:]
-            log.append([offset, epoch, value])
-        elif op == "truncate":
-            del log[offset:]
-    return logs
+    from itertools import takewhile
+
+    from streaming.results import replay_logs
+
+    upto = takewhile(lambda o: o[0] <= step, ops)  # ops are in step order
+    return replay_logs(((replica, op, offset, epoch, value) for _, replica, op, offset, epoch, value in upto), replicas or [])[0]
 
 
 def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:

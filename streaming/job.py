@@ -495,8 +495,9 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, observer: BatchObserver | None = None,
                  workload: dict | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None,
-                 shuffle_partitions: int | None = None):
-    """Start the query; returns ``(query, sink)``.
+                 shuffle_partitions: int | None = None, store=None):
+    """Start the query; returns ``(query, sink)``.  ``store``: the output's (``streaming.storage``),
+    opened here when not given.
 
     ``state_store`` and ``shuffle_partitions`` (None: the session's) apply to this query only; Spark
     records both in a new checkpoint and a restart uses the recorded ones.
@@ -512,10 +513,11 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     from streaming.processor import COMPACT_MIN_RECORDS
     from streaming.schemas import BINARY_FILE_SCHEMA, CORRUPT_COLUMN, DECODED_SCHEMA, GROUP_OUTPUT_SCHEMA, REASON_COLUMN, STATE_SCHEMA
 
-    from streaming.storage import open_store
+    if store is None:
+        from streaming.storage import open_store
 
-    store = open_store(output_dir, spark)
-    store.mkdirs()
+        store = open_store(output_dir, spark)
+        store.mkdirs()
     no_corrupt = lit(None).cast("string")  # sources without unreadable lines
     reader = spark.readStream
     if workload is not None:
@@ -656,7 +658,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
                                    observer=observer, workload=workload, knobs=knobs, state_store=state_store,
-                                   shuffle_partitions=shuffle_partitions)
+                                   shuffle_partitions=shuffle_partitions, store=store)
         printed = set()
         sink_elsewhere = is_connect(spark)  # the sink ran on the Connect server: its counts are in its files
 
@@ -695,7 +697,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         drain()
         sink.finish()
         if trigger.drains:
-            report_gaps(spark, checkpoint_dir, output_dir, out=None if quiet else out)
+            report_gaps(spark, checkpoint_dir, output_dir, out=None if quiet else out, store=store)
         return sink.stats
     finally:
         spark.streams.removeListener(listener)
@@ -716,7 +718,7 @@ def read_partition_states(spark, checkpoint_dir: str | Path) -> list[dict[str, A
     return sorted(out, key=lambda s: (s["topic"] is None, s["topic"] or "", s["partition"] if s["partition"] is not None else -1))
 
 
-def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=sys.stdout) -> list[dict[str, Any]]:
+def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=sys.stdout, store=None) -> list[dict[str, Any]]:
     """After a run that drained its input: partitions still waiting for a missing sequence number.
 
     Written to ``OUTPUT/gaps.json`` (replaced on every run) and printed unless ``out`` is None; the
@@ -733,7 +735,7 @@ def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=s
     gaps.sort(key=lambda g: (g["topic"] is None, g["topic"] or "", g["partition"] if g["partition"] is not None else -1))
     from streaming.storage import open_store
 
-    open_store(output_dir, spark).write_bytes("gaps.json", (json.dumps(gaps, indent=2) + "\n").encode("utf-8"))
+    (store or open_store(output_dir, spark)).write_bytes("gaps.json", (json.dumps(gaps, indent=2) + "\n").encode("utf-8"))
     if out is not None:
         for g in gaps:
             print(f"gap: {g['topic']}/{g['partition']} waits for seq {g['missing_seq']} "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from emulator.result import result_object
 
@@ -102,21 +102,30 @@ def results_from_frames(frames: dict[str, Any]) -> list[dict[str, Any]]:
     return results
 
 
-def rebuild_final(final: dict, log_rows: list[dict]) -> dict:
-    """The contract's ``final`` from a summary's (no logs) and the partition's ``log`` rows."""
-    logs: dict[str, list] = {rid: [] for rid in final["replicas"]}
-    cold: dict[str, list] = {rid: [] for rid in final["replicas"]}
-    for r in log_rows:
-        rid, op, offset = str(int(r["replica"])), r["op"], int(r["offset"])
+def replay_logs(ops: Iterable[tuple], replicas: Iterable[str] = ()) -> tuple[dict[str, list], dict[str, list]]:
+    """Every replica's log ``[[offset, epoch, value], ...]`` and its cold epoch-cache entries
+    ``[[epoch, start offset], ...]``, from ``log`` operations ``(replica, op, offset, epoch, value)``
+    in emission order: the one replay of the ``log`` rows (the results, and the dashboard's log
+    picture at a step)."""
+    logs: dict[str, list] = {str(rid): [] for rid in replicas}
+    cold: dict[str, list] = {str(rid): [] for rid in replicas}
+    for replica, op, offset, epoch, value in ops:
+        rid, offset = str(int(replica)), int(offset)
+        log = logs.setdefault(rid, [])
         if op == "append":
-            log = logs[rid]
             if offset != len(log):
                 raise ResultsError(f"log rows of replica {rid}: an append at offset {offset} to a log of {len(log)} records")
-            log.append([offset, int(r["epoch"]), r["value"]])
+            log.append([offset, int(epoch), value])
         elif op == "truncate":
-            del logs[rid][offset:]
+            del log[offset:]
         else:
-            cold[rid].append([int(r["epoch"]), offset])
+            cold.setdefault(rid, []).append([int(epoch), offset])
+    return logs, cold
+
+
+def rebuild_final(final: dict, log_rows: list[dict]) -> dict:
+    """The contract's ``final`` from a summary's (no logs) and the partition's ``log`` rows."""
+    logs, cold = replay_logs(((r["replica"], r["op"], r["offset"], r["epoch"], r["value"]) for r in log_rows), final["replicas"])
     replicas = {}
     for rid, rep in final["replicas"].items():
         rebuilt = dict(rep)
