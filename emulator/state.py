@@ -57,7 +57,27 @@ def _leadership(ls: LeaderState | None) -> dict | None:
     }
 
 
+HEADER_KEYS = ("state_version", "protocol", "knobs", "assignment", "config")
+
+
+def header_document(replay: Replay) -> dict[str, Any]:
+    """The part of a document no step changes: version, protocol and knobs, assignment, config."""
+    p = replay.partition
+    return {
+        "state_version": STATE_VERSION,
+        "protocol": p.variant.name,
+        "knobs": p.variant.knobs(),
+        "assignment": list(p.assignment),
+        "config": {**asdict(p.config), "knobs": [list(kv) for kv in p.config.knobs]},  # acks as Config holds it
+    }
+
+
 def to_document(replay: Replay) -> dict[str, Any]:
+    return {**header_document(replay), **state_document(replay)}
+
+
+def state_document(replay: Replay) -> dict[str, Any]:
+    """The part of a document steps change: the controller, the replicas, the checker's ghost state."""
     p, o = replay.partition, replay.checker
     c = p.controller
     replicas = []
@@ -75,11 +95,6 @@ def to_document(replay: Replay) -> dict[str, Any]:
         })
     cursor = o.loss_cursor
     return {
-        "state_version": STATE_VERSION,
-        "protocol": p.variant.name,
-        "knobs": p.variant.knobs(),
-        "assignment": list(p.assignment),
-        "config": {**asdict(p.config), "knobs": [list(kv) for kv in p.config.knobs]},  # acks as Config holds it
         "now_ms": p.now_ms, "step_number": p.step_number, "generation": p.generation,
         "compacted_offset": p.compacted_offset, "prefix_digest": p.prefix_digest,
         "violated": sorted(o.violated),
@@ -104,12 +119,18 @@ def to_document(replay: Replay) -> dict[str, Any]:
     }
 
 
-def from_document(doc: dict[str, Any]) -> Replay:
-    if doc.get("state_version") != STATE_VERSION:
-        raise StateVersionError(f"partition state version {doc.get('state_version')!r}, this build reads {STATE_VERSION}")
-    config = doc["config"]
-    config = Config(**{**config, "knobs": tuple((k, v) for k, v in config.get("knobs", ()))})
-    replay = Replay(tuple(doc["assignment"]), config, variant_named(doc["protocol"], doc["knobs"]))
+def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
+    """The replay a document describes.  ``like``: a replay of the same partition, whose
+    assignment, config and variant are taken instead of the document's header (which may then
+    be absent): a search rebuilds many states of one partition."""
+    if like is None:
+        if doc.get("state_version") != STATE_VERSION:
+            raise StateVersionError(f"partition state version {doc.get('state_version')!r}, this build reads {STATE_VERSION}")
+        config = doc["config"]
+        config = Config(**{**config, "knobs": tuple((k, v) for k, v in config.get("knobs", ()))})
+        replay = Replay(tuple(doc["assignment"]), config, variant_named(doc["protocol"], doc["knobs"]))
+    else:
+        replay = Replay(like.partition.assignment, like.partition.config, like.partition.variant)
     p, o = replay.partition, replay.checker
     p.now_ms, p.step_number, p.generation = doc["now_ms"], doc["step_number"], doc["generation"]
     p.compacted_offset, p.prefix_digest = doc["compacted_offset"], doc["prefix_digest"]

@@ -138,6 +138,34 @@ def build_parser() -> argparse.ArgumentParser:
     shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input / out/shrunk)")
     _add_knob(shr)
 
+    exp_ = sub.add_parser("explore", help="search every interleaving of steps up to a depth, breadth-first (docs/explore.md)",
+                          description="Exhaustive bounded search: every interleaving of contract steps from a partition's "
+                          "first election, breadth-first, each distinct state expanded once, every invariant judged in every "
+                          "state. Each violated invariant's shortest path is written as a scenario file with an expect block. "
+                          "See docs/explore.md for what the search covers and what it cannot.")
+    exp_.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",), help="variant to search (default: all)")
+    exp_.add_argument("--replicas", type=_int_between(1, 5), default=2, metavar="N", help="replicas 1..N (default 2)")
+    exp_.add_argument("--depth", type=_int_between(0, 1000), required=True, metavar="D", help="steps after the first election")
+    exp_.add_argument("--records", type=_int_between(0, 100), default=2, metavar="N", help="records produced in all (default 2)")
+    exp_.add_argument("--epochs", type=_int_between(0, 1000), default=2, metavar="N",
+                      help="highest leader epoch the controller may write; the first election writes 0 (default 2)")
+    exp_.add_argument("--crashes", type=_int_between(0, 100), default=1, metavar="N", help="process crashes in all (default 1)")
+    exp_.add_argument("--power-crashes", type=_int_between(0, 100), default=0, metavar="N",
+                      help="power losses in all (default 0; they lose unflushed records: KIP-966's case)")
+    exp_.add_argument("--steps", metavar="KIND,...", help="narrow the step alphabet (default: every step kind but tick)")
+    exp_.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                      help="partition config (repeatable): min_insync_replicas, unclean_leader_election, acks, "
+                           "hw_checkpoint, log_flush, replica_lag_time_max_ms (docs/scenario-format.md)")
+    exp_.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
+                      help="local: one process; spark: levels as DataFrames, checkpointed per level (resume by rerunning); "
+                           "auto (default): spark for 3+ replicas deeper than 9, else local")
+    exp_.add_argument("--master", help="Spark master for --engine spark (default: conf/spark.conf, local[*])")
+    exp_.add_argument("--max-states", type=_positive, metavar="N", help="stop (incomplete) once this many distinct states are found")
+    exp_.add_argument("--out", default="out/explore", metavar="DIR",
+                      help="where the scenario files (DIR/PROTOCOL/INVARIANT.yaml) and the Spark levels go (default out/explore)")
+    exp_.add_argument("--json", action="store_true", help="print the result object (progress goes to stderr)")
+    _add_knob(exp_)
+
     sub.add_parser("steps", help="print the table of step kinds (docs/steps.md)")
 
     res = sub.add_parser("results", help="read a stream's outputs back as result objects")
@@ -678,6 +706,71 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_CHECK_FAILED if failures else EXIT_OK
 
 
+def _config_assignments(texts: list[str]):
+    """``--config KEY=VALUE`` -> a validated ``Config`` (values read as YAML scalars)."""
+    import yaml
+
+    from emulator.config import ConfigError, parse_config
+
+    data = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--config wants KEY=VALUE, got {text[:80]!r}")
+        try:
+            data[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"--config {key}: {value[:80]!r} is not a value") from None
+    return parse_config(data)
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from emulator.config import ConfigError
+    from emulator.explore import Bounds, ExploreError
+
+    from .explore import Request, choose_engine, explore, parse_alphabet
+
+    try:
+        config = _config_assignments(args.config)
+        if config.min_insync_replicas > args.replicas:
+            raise ConfigError(f"min_insync_replicas {config.min_insync_replicas} exceeds the {args.replicas} replicas")
+        alphabet = parse_alphabet(args.steps)
+        bounds = Bounds(args.depth, args.records, args.epochs, args.crashes, args.power_crashes)
+    except (ConfigError, ExploreError) as exc:
+        return _fail(f"replemu: error: {exc}")
+    except ValueError as exc:
+        return _fail(f"replemu: error: {exc}")
+    problem = _output_problem(args.out, "--out")
+    if problem:
+        return _fail(f"replemu: error: {problem}")
+    engine = choose_engine(args.engine, args.replicas, args.depth)
+    if args.master and engine != "spark":
+        return _fail("replemu: error: --master needs --engine spark")
+    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    req = Request(protocols, args.replicas, bounds, config, args.knobs, alphabet, engine, Path(args.out),
+                  max_states=args.max_states, master=args.master)
+    spark = None
+    if engine == "spark":
+        from streaming.job import build_spark
+
+        spark = build_spark(args.master, app_name="replemu-explore")
+    from streaming.explore import WorkDirError
+
+    try:
+        results = explore(req, out=sys.stderr if args.json else sys.stdout, spark=spark)
+    except WorkDirError as exc:
+        return _fail(f"replemu: error: {exc}")
+    finally:
+        if spark is not None:
+            spark.stop()
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else {"format": 1, "protocol": "all", "runs": results}, indent=1))
+    return EXIT_OK
+
+
 def cmd_steps(args: argparse.Namespace) -> int:
     from emulator.steps import steps_markdown
 
@@ -709,7 +802,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"replemu: error: {exc}")
     commands = {"run": cmd_run, "compile": cmd_compile, "stream": cmd_stream, "state": cmd_state, "results": cmd_results,
                 "dashboard": cmd_dashboard, "serve": cmd_serve, "campaign": cmd_campaign, "shrink": cmd_shrink, "export": cmd_export,
-                "inspect": cmd_inspect, "steps": cmd_steps}
+                "inspect": cmd_inspect, "steps": cmd_steps, "explore": cmd_explore}
     try:
         return commands[args.command](args)
     except (BrokenPipeError, KeyboardInterrupt):

@@ -1,0 +1,499 @@
+"""Exhaustive bounded search: every interleaving of contract steps, breadth-first, each state once.
+
+The TLA+ model of Kafka replication is checked by breadth-first search over its actions; this
+module does the same over replemu's own partition, at the level of detail the core models (the
+HW's round-trip lag, lost responses, process and power crashes with recovery points, HW
+checkpoints, the controller).  It is the engine-neutral part of ``replemu explore``:
+
+* ``Bounds`` and the step alphabet (``STEP_CODES``): what an edge may be, and how far to go;
+* ``root``: the initial partition after its first election (depth 0);
+* ``expand``: one state's successors, each with the invariants its step broke;
+* the canonical encoding of a state (``encode`` / ``decode`` / ``digest``): everything that can
+  change a future step or verdict, nothing that only records history;
+* ``search_local``: the one-process engine.  ``streaming.explore`` runs the same ``expand`` level
+  by level on Spark and gives the same counts and the same violations.
+
+Edges are named by short *step codes* (``F2``, ``E3o``, ``C1p`` ...).  A path is its codes
+joined by a space, which sorts below every code character, so comparing two joined paths
+compares them step by step.  Every engine keeps, for each state, the smallest path that reaches
+it at its depth, and for each invariant the smallest violating path at the smallest depth: the
+local engine gets this from its visiting order (parents in path order, each parent's steps in
+code order), the Spark engine by taking minima.  A violation's path is therefore one of the
+shortest, and the same on every engine.
+
+Verdicts are judged per state, as a run ending there would be: the checker's "already reported"
+sets are not part of a state (so a violation is reported at every state that has it, and the
+first one found is the shortest), and the final tier (``EventualConvergence``) is judged in
+every state.  No symmetry reduction is done: replicas are never interchangeable here, because
+the controller chooses in assignment order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Iterator
+
+from .config import Config
+from .invariants import REGISTRY
+from .replica import Role
+from .run import Replay
+from .state import from_document, state_document
+from .steps import (
+    CheckpointHw, ControllerRemove, Crash, CrashMode, Elect, Fetch, FetchResponse, Flush, LeaderAndIsr, Produce,
+    Restart, ShrinkIsr, Step, StepKind, Tick,
+)
+from .variants import ProtocolVariant
+
+SEPARATOR = " "  # joins step codes into a path; sorts below every code character
+MARSHAL_VERSION = 2  # no back-references: the bytes depend only on the value
+
+
+class ExploreError(ValueError):
+    """Bounds or a step alphabet that cannot be searched (the message says which and why)."""
+
+
+class Edge(str, Enum):
+    """The step kinds the search may take, in the order their codes sort (the code's first letter)."""
+
+    ELECT = "E"
+    FETCH = "F"
+    CHECKPOINT_HW = "H"
+    LEADER_AND_ISR = "L"
+    PRODUCE = "P"
+    RESTART = "R"
+    SHRINK_ISR = "S"
+    TICK = "T"
+    FLUSH = "U"
+    CONTROLLER_REMOVE = "X"
+    CRASH = "C"
+
+
+EDGE_OF_KIND: dict[StepKind, Edge] = {StepKind(e.name.lower()): e for e in Edge}
+assert set(EDGE_OF_KIND) == set(StepKind), "every step kind needs an edge code"
+
+# Step kinds searched when --steps is not given: everything but tick (lag expiry grows the clock
+# without bound, so it is opt-in); checkpoint_hw and flush only count when the config makes
+# them explicit (with every_step they happen at the end of every step anyway).
+DEFAULT_ALPHABET: tuple[StepKind, ...] = tuple(k for k in StepKind if k is not StepKind.TICK)
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How far the search goes.
+
+    ``depth``: steps after the first election.  ``records``: records produced in all (each
+    produce writes one, named v1, v2, ...).  ``epochs``: the highest leader epoch the controller
+    may write (the first election writes 0).  ``crashes`` / ``power_crashes``: process crashes
+    and power losses in all.
+    """
+
+    depth: int
+    records: int = 2
+    epochs: int = 2
+    crashes: int = 1
+    power_crashes: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("depth", "records", "epochs", "crashes", "power_crashes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ExploreError(f"bound {name} must be an int >= 0, got {value!r}")
+
+    def as_dict(self) -> dict[str, int]:
+        return {"depth": self.depth, "records": self.records, "epochs": self.epochs, "crashes": self.crashes,
+                "power_crashes": self.power_crashes}
+
+
+@dataclass(frozen=True)
+class Space:
+    """What is searched: the partition (replicas, config, variant), the bounds and the alphabet."""
+
+    replicas: tuple[int, ...]
+    config: Config
+    variant: ProtocolVariant
+    bounds: Bounds
+    alphabet: tuple[StepKind, ...] = DEFAULT_ALPHABET
+
+    def __post_init__(self) -> None:
+        if len(self.replicas) < 1:
+            raise ExploreError("a partition needs at least one replica")
+        unknown = [k for k in self.alphabet if not isinstance(k, StepKind)]
+        if unknown:
+            raise ExploreError(f"unknown step kinds {unknown}")
+
+    @property
+    def template(self) -> Replay:
+        """A replay of this partition: what every decoded state takes its assignment, config and
+        variant from (they are not encoded per state)."""
+        return Replay(self.replicas, self.config, self.variant)
+
+    def has(self, kind: StepKind) -> bool:
+        return kind in self.alphabet
+
+    @property
+    def explicit_checkpoints(self) -> bool:
+        return self.config.hw_checkpoint == "explicit"
+
+    @property
+    def explicit_flushes(self) -> bool:
+        return self.config.log_flush == "explicit"
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """What the bounds count along a path (part of a state: two paths that used different
+    budgets can take different futures)."""
+
+    records: int = 0
+    crashes: int = 0
+    power_crashes: int = 0
+
+
+# -- canonical encoding -------------------------------------------------------------------------
+
+
+def _canonical_document(replay: Replay, counters: Counters) -> dict[str, Any]:
+    """``state.state_document`` without history: step numbers, leadership generations and what
+    the checker already reported do not change any future step or verdict, and partition epochs
+    (zkVersions) are only ever compared, so they are replaced by their ranks."""
+    doc = state_document(replay)
+    _rank_partition_epochs(doc)
+    doc["step_number"] = 0
+    doc["generation"] = 0
+    doc["violated"] = []
+    for r in doc["replicas"]:
+        ls = r["leadership"]
+        if ls is not None:
+            ls["generation"] = 0
+            ls["pending_acks"] = [[0, first, last] for _step, first, last in ls["pending_acks"]]
+    g = doc["oracle"]
+    g["acked"] = sorted([off, e, v, 0, holders, lost] for off, e, v, _step, holders, lost in g["acked"])
+    g["committed_twice"] = sorted(g["committed_twice"])
+    g["reported_losses"] = []
+    g["loss_cursor"] = None
+    doc["counters"] = [counters.records, counters.crashes, counters.power_crashes]
+    return doc
+
+
+def _rank_partition_epochs(doc: dict[str, Any]) -> None:
+    """Replace every partition epoch by its rank among those present (-1, "none", stays -1).
+
+    Sound because the rules only compare partition epochs (CAS equality, ``>``, ``max``) and the
+    controller's, the largest, is the only one ever incremented: the rank map commutes with
+    every step.  Two paths that bumped the zkVersion a different number of times then meet.
+    """
+    c, replicas = doc["controller"], doc["replicas"]
+    present = {c["partition_epoch"]}
+    for r in replicas:
+        present.add(r["partition_epoch"])
+        present.update(q[3] for q in r["pending_requests"])
+        if r["leadership"] is not None:
+            present.add(r["leadership"]["partition_epoch"])
+    rank = {v: i for i, v in enumerate(sorted(v for v in present if v >= 0))}
+    rank[-1] = -1
+    c["partition_epoch"] = rank[c["partition_epoch"]]
+    for r in replicas:
+        r["partition_epoch"] = rank[r["partition_epoch"]]
+        for q in r["pending_requests"]:
+            q[3] = rank[q[3]]
+        if r["leadership"] is not None:
+            r["leadership"]["partition_epoch"] = rank[r["leadership"]["partition_epoch"]]
+
+
+def encode(replay: Replay, counters: Counters) -> bytes:
+    """The canonical bytes of a state (equal states, equal bytes, in any process)."""
+    return marshal.dumps(_canonical_document(replay, counters), MARSHAL_VERSION)
+
+
+def digest(state: bytes) -> bytes:
+    """The 16-byte key the visited set holds."""
+    return hashlib.blake2b(state, digest_size=16).digest()
+
+
+def _document(state: bytes) -> tuple[dict[str, Any], Counters]:
+    doc = marshal.loads(state)
+    return doc, Counters(*doc.pop("counters"))
+
+
+def decode(template: Replay, state: bytes) -> tuple[Replay, Counters]:
+    doc, counters = _document(state)
+    return from_document(doc, like=template), counters
+
+
+# -- the step alphabet ----------------------------------------------------------------------------
+
+
+def _replica_code(code: str, r: int) -> str:
+    return f"{code}{r}"
+
+
+def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]:
+    """The codes of every step that can change this state, sorted (the order paths compare in).
+
+    A step that would only be refused (a produce to a replica that does not lead, a restart of
+    a live broker) is not offered: it changes nothing.
+    """
+    p, b = replay.partition, space.bounds
+    c = p.controller
+    reps = p.replicas
+    order = p.assignment
+    codes: list[str] = []
+    if space.has(StepKind.PRODUCE) and counters.records < b.records:
+        for r in order:
+            if reps[r].presumes_leadership:
+                codes += [f"P{r}a", f"P{r}1"]  # acks=all, acks=1
+    if space.has(StepKind.FETCH):
+        for r in order:
+            rep = reps[r]
+            if not rep.alive or rep.role is not Role.FOLLOWER:
+                continue
+            codes += [f"F{r}", f"F{r}x"]  # delivered (everything the leader has), lost
+            leader = reps.get(rep.believed_leader) if rep.believed_leader is not None else None
+            if leader is not None and leader.presumes_leadership and leader.leo - rep.leo >= 2:
+                codes.append(f"F{r}m")  # delivered, one record only
+    if space.has(StepKind.CRASH):
+        for r in order:
+            rep = reps[r]
+            if not rep.alive:
+                continue
+            if counters.crashes < b.crashes:
+                codes.append(f"C{r}")
+            if counters.power_crashes < b.power_crashes and rep.recovery_point < rep.leo:
+                codes.append(f"C{r}p")  # differs from a process crash only with unflushed records
+    if space.has(StepKind.RESTART):
+        codes += [f"R{r}" for r in order if not reps[r].alive]
+    next_epoch = c.leader_epoch + 1
+    if space.has(StepKind.ELECT) and next_epoch <= b.epochs:
+        live_isr = [r for r in order if r in c.isr and reps[r].alive]
+        candidates = live_isr
+        if not live_isr and p.config.unclean_leader_election:
+            candidates = [r for r in order if reps[r].alive]
+        for r in candidates:
+            # to every live replica (leader first), to the leader only, to nobody yet
+            codes += [f"E{r}", f"E{r}o", f"E{r}n"]
+    if space.has(StepKind.LEADER_AND_ISR):
+        for r in order:
+            rep = reps[r]
+            if not rep.alive:
+                continue
+            epochs = sorted({q.leader_epoch for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch})
+            for e in epochs:
+                codes.append(f"L{r}" if e == epochs[-1] else f"L{r}e{e}")
+    if space.has(StepKind.CONTROLLER_REMOVE) and (next_epoch <= b.epochs or not p.variant.controller_isr_change_bumps_epoch):
+        codes += [f"X{r}" for r in order if r in c.isr]
+    if space.has(StepKind.SHRINK_ISR) and c.leader is not None and reps[c.leader].presumes_leadership:
+        ls = reps[c.leader].leadership
+        codes += [f"S{r}" for r in order if r in ls.isr and r != c.leader]
+    if space.has(StepKind.CHECKPOINT_HW) and space.explicit_checkpoints:
+        codes += [f"H{r}" for r in order if reps[r].alive and reps[r].hw != reps[r].hw_checkpoint]
+    if space.has(StepKind.FLUSH) and space.explicit_flushes:
+        codes += [f"U{r}" for r in order if reps[r].alive and reps[r].recovery_point < reps[r].leo]
+    if space.has(StepKind.TICK):
+        codes.append("T")
+    return sorted(codes)
+
+
+def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tuple[Step, Counters]:
+    """The contract step a code names in this state, and the counters after it."""
+    kind, rest = Edge(code[0]), code[1:]
+    p = replay.partition
+    if kind is Edge.TICK:
+        return Tick(ms=p.config.replica_lag_time_max_ms + 1), counters
+    r = int(rest[0])
+    flag = rest[1:]
+    if kind is Edge.PRODUCE:
+        value = f"v{counters.records + 1}"
+        acks = None if (flag == "a") == (p.config.acks == "all") else ("all" if flag == "a" else "1")
+        target = None if r == p.controller.leader else r
+        return Produce(values=(value,), acks=acks, replica=target), Counters(counters.records + 1, counters.crashes, counters.power_crashes)
+    if kind is Edge.FETCH:
+        if flag == "x":
+            return Fetch(r, response=FetchResponse.LOST), counters
+        return Fetch(r, max_records=1 if flag == "m" else None), counters
+    if kind is Edge.CRASH:
+        if flag == "p":
+            return Crash(r, CrashMode.POWER), Counters(counters.records, counters.crashes, counters.power_crashes + 1)
+        return Crash(r), Counters(counters.records, counters.crashes + 1, counters.power_crashes)
+    if kind is Edge.RESTART:
+        return Restart(r), counters
+    if kind is Edge.ELECT:
+        default_choice = _controller_choice(p)
+        leader = None if r == default_choice else r
+        to = {"": None, "o": (r,), "n": ()}[flag]
+        return Elect(leader=leader, to=to), counters
+    if kind is Edge.LEADER_AND_ISR:
+        return LeaderAndIsr(r, epoch=int(flag[1:]) if flag else None), counters
+    if kind is Edge.CONTROLLER_REMOVE:
+        return ControllerRemove(r), counters
+    if kind is Edge.SHRINK_ISR:
+        return ShrinkIsr(r), counters
+    if kind is Edge.CHECKPOINT_HW:
+        return CheckpointHw(r), counters
+    return Flush(r), counters
+
+
+def _controller_choice(p) -> int | None:
+    """Who ``elect`` without a leader would choose (Kafka's OfflinePartitionLeaderSelector)."""
+    c = p.controller
+    live_isr = [r for r in p.assignment if r in c.isr and p.replicas[r].alive]
+    if live_isr:
+        return live_isr[0]
+    live = [r for r in p.assignment if p.replicas[r].alive]
+    return live[0] if live and p.config.unclean_leader_election else None
+
+
+# -- states and their successors ----------------------------------------------------------------
+
+
+def root(space: Space) -> tuple[Replay, Counters, list[Step], list[str]]:
+    """The initial partition after its first election (the controller's choice, every replica
+    told at once): depth 0.  Returns the replay, its counters, the steps taken and the invariants
+    they broke (none, for any sound variant)."""
+    replay = Replay(space.replicas, space.config, space.variant)
+    first = Elect()
+    report = replay.apply(first)
+    broken = sorted({v["invariant"] for v in report.violations} | _final_broken(replay))
+    return replay, Counters(), [first], broken
+
+
+def _final_broken(replay: Replay) -> set[str]:
+    return {f["invariant"] for f in replay.checker.final_findings(replay.partition)}
+
+
+@dataclass(frozen=True, slots=True)
+class Successor:
+    code: str
+    state: bytes
+    key: bytes
+    broken: tuple[str, ...]  # invariants this step broke, in registry order
+
+
+INVARIANT_ORDER = {inv.name: i for i, inv in enumerate(REGISTRY)}
+
+
+def expand(space: Space, state: bytes, template: Replay | None = None) -> list[Successor]:
+    """Every successor of one state, in code order, with the invariants each step broke.
+    ``template``: ``space.template``, built once by a caller that expands many states."""
+    template = space.template if template is None else template
+    doc, counters = _document(state)
+    replay = from_document(doc, like=template)  # from_document copies what it reads: ``doc`` serves every child
+    out = []
+    for code in enabled_codes(space, replay, counters):
+        child = from_document(doc, like=template)
+        step, after = step_of(space, child, counters, code)
+        report = child.apply(step)
+        broken = {v["invariant"] for v in report.violations} | _final_broken(child)
+        encoded = encode(child, after)
+        out.append(Successor(code, encoded, digest(encoded), tuple(sorted(broken, key=INVARIANT_ORDER.__getitem__))))
+    return out
+
+
+def replay_path(space: Space, path: str) -> list[Step]:
+    """The contract steps of a path (its first election included), replayed from the root."""
+    replay, counters, steps, _ = root(space)
+    for code in path.split(SEPARATOR) if path else []:
+        if code not in enabled_codes(space, replay, counters):
+            raise ExploreError(f"step code {code!r} is not enabled after {len(steps)} steps of path {path!r}")
+        step, counters = step_of(space, replay, counters, code)
+        replay.apply(step)
+        steps.append(step)
+    return steps
+
+
+# -- the local engine -----------------------------------------------------------------------------
+
+
+@dataclass
+class Level:
+    """What one depth gave: its new states, the transitions out of the level before, and time."""
+
+    depth: int
+    new_states: int
+    transitions: int
+    seconds: float
+    distinct_states: int
+    frontier_bytes: int = 0
+
+
+@dataclass
+class Outcome:
+    """A search's result, engine-neutral: ``states_per_depth[d]`` counts the states first reached
+    at depth ``d`` (``[1, ...]`` for the root); ``violations`` maps an invariant to its depth and
+    shortest path."""
+
+    states_per_depth: list[int]
+    transitions: int
+    complete: bool
+    exhausted: bool
+    violations: dict[str, tuple[int, str]]
+    stopped: str | None = None  # why an incomplete search stopped
+
+    @property
+    def distinct_states(self) -> int:
+        return sum(self.states_per_depth)
+
+    @property
+    def depth(self) -> int:
+        """The deepest level reached (every state up to it was found)."""
+        return len(self.states_per_depth) - 1
+
+
+def note_violations(found: dict[str, tuple[int, str]], depth: int, path: str, broken) -> None:
+    """Keep, per invariant, the smallest depth and then the smallest path."""
+    for name in broken:
+        old = found.get(name)
+        if old is None or (depth, path) < old:
+            found[name] = (depth, path)
+
+
+def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level: None,
+                 should_stop: Callable[[int], str | None] = lambda _states: None,
+                 clock: Callable[[], float] = lambda: 0.0, found: dict[str, tuple[int, str]] | None = None) -> Outcome:
+    """Breadth-first search in this process; the visited set holds 16-byte digests.
+
+    ``on_level`` hears each finished depth; ``should_stop(distinct_states)`` may end the search
+    between states (a state limit, a time limit, an interrupt) with its reason.  ``clock`` only
+    times the levels for ``on_level``; nothing the search decides depends on it.  ``found``: the
+    dict the violations are kept in as they are found (a caller's progress reads it).
+    """
+    replay, counters, _steps, broken = root(space)
+    template = space.template
+    start = encode(replay, counters)
+    visited = {digest(start)}
+    violations: dict[str, tuple[int, str]] = {} if found is None else found
+    note_violations(violations, 0, "", broken)
+    frontier: list[tuple[str, bytes]] = [("", start)]
+    per_depth = [1]
+    transitions = 0
+    for depth in range(1, space.bounds.depth + 1):
+        if not frontier:
+            return Outcome(per_depth, transitions, True, True, violations)
+        began = clock()
+        level_transitions = 0
+        nxt: list[tuple[str, bytes]] = []
+        for path, state in frontier:
+            reason = should_stop(len(visited))
+            if reason:
+                return Outcome(per_depth, transitions + level_transitions, False, False, violations, reason)
+            for s in expand(space, state, template):
+                level_transitions += 1
+                child_path = path + SEPARATOR + s.code if path else s.code
+                if s.broken:
+                    note_violations(violations, depth, child_path, s.broken)
+                if s.key not in visited:
+                    visited.add(s.key)
+                    nxt.append((child_path, s.state))
+        transitions += level_transitions
+        per_depth.append(len(nxt))
+        frontier = nxt
+        on_level(Level(depth, len(nxt), level_transitions, clock() - began, len(visited),
+                       sum(len(s) for _, s in nxt)))
+    # states at the last depth are found and judged but not expanded
+    return Outcome(per_depth, transitions, True, not frontier, violations)
+
+
+def iter_paths(path: str) -> Iterator[str]:
+    return iter(path.split(SEPARATOR)) if path else iter(())

@@ -1,0 +1,205 @@
+"""``replemu explore``: exhaustive bounded search of every interleaving (docs/explore.md).
+
+The search itself is ``emulator.explore`` (local engine) and ``streaming.explore`` (Spark
+engine); this module picks the engine, prints the parameters first and progress per depth,
+writes each violated invariant's shortest path as a scenario file with an ``expect`` block
+(``replemu run FILE --check`` replays it), and builds the result object of ``--json``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from emulator.config import Config
+from emulator.explore import Bounds, Level, Outcome, Space, replay_path, search_local
+from emulator.invariants import REGISTRY
+from emulator.run import effective_variant, run_scenario
+from emulator.scenario import Scenario
+from emulator.steps import StepKind, describe_step
+from scenario_io.yaml_files import scenario_document, write_scenario
+
+EXPLORE_FORMAT = 1
+INVARIANT_ORDER = {inv.name: i for i, inv in enumerate(REGISTRY)}
+# Where ``--engine auto`` switches to Spark: three replicas past this depth (two replicas
+# saturate within minutes in one process; three grow past 10^5 states a level).
+AUTO_SPARK_DEPTH = 9
+
+
+def choose_engine(engine: str, replicas: int, depth: int) -> str:
+    if engine != "auto":
+        return engine
+    return "spark" if replicas >= 3 and depth > AUTO_SPARK_DEPTH else "local"
+
+
+def parse_alphabet(text: str | None) -> tuple[StepKind, ...]:
+    """``--steps produce,fetch,...`` -> step kinds (ValueError names the unknown one)."""
+    if text is None:
+        from emulator.explore import DEFAULT_ALPHABET
+
+        return DEFAULT_ALPHABET
+    kinds = []
+    for name in (t.strip() for t in text.split(",")):
+        try:
+            kinds.append(StepKind(name))
+        except ValueError:
+            raise ValueError(f"--steps: unknown step kind {name[:40]!r} (known: {', '.join(k.value for k in StepKind)})") from None
+    if not kinds:
+        raise ValueError("--steps: give at least one step kind")
+    return tuple(k for k in StepKind if k in kinds)
+
+
+@dataclass
+class Request:
+    """One ``replemu explore`` invocation, validated."""
+
+    protocols: list[str]
+    replicas: int
+    bounds: Bounds
+    config: Config
+    knobs: dict[str, Any]
+    alphabet: tuple[StepKind, ...]
+    engine: str
+    out: Path
+    max_states: int | None = None
+    master: str | None = None
+
+    def space(self, protocol: str) -> Space:
+        return Space(tuple(range(1, self.replicas + 1)), self.config,
+                     effective_variant(protocol, self.config, self.knobs), self.bounds, self.alphabet)
+
+
+def describe(req: Request) -> str:
+    b = req.bounds
+    knobs = "".join(f" --knob {k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(req.knobs.items()))
+    return (f"replemu explore: protocol {','.join(req.protocols)}, replicas {req.replicas}, depth {b.depth}, "
+            f"records {b.records}, epochs 0..{b.epochs}, crashes {b.crashes}, power crashes {b.power_crashes}, "
+            f"steps {','.join(k.value for k in req.alphabet)}, engine {req.engine}{knobs}; "
+            f"config {_config_text(req.config)}; out {req.out}")
+
+
+def _config_text(c: Config) -> str:
+    return (f"min_insync_replicas={c.min_insync_replicas} unclean_leader_election={str(c.unclean_leader_election).lower()} "
+            f"hw_checkpoint={c.hw_checkpoint} log_flush={c.log_flush}")
+
+
+class Printer:
+    """Progress per depth, and within a long level every few seconds."""
+
+    def __init__(self, protocol: str, out: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
+        self.protocol, self.out, self.clock = protocol, out, clock
+        self.started = clock()
+        self.previous: Level | None = None
+        self.reported: set[str] = set()
+
+    def level(self, lv: Level, violations: dict[str, tuple[int, str]]) -> None:
+        rate = lv.transitions / lv.seconds if lv.seconds > 0 else 0.0
+        grow = lv.new_states / self.previous.new_states if self.previous and self.previous.new_states else None
+        estimate = f", next level ~{int(lv.new_states * grow):,} (x{grow:.2f})" if grow else ""
+        self.out.write(f"{self.protocol} depth {lv.depth}: {lv.new_states:,} new states ({lv.distinct_states:,} in all), "
+                       f"{lv.transitions:,} transitions in {lv.seconds:.1f} s ({rate:,.0f}/s){estimate}\n")
+        for name, (depth, path) in sorted(violations.items(), key=lambda kv: (kv[1][0], INVARIANT_ORDER[kv[0]])):
+            if name not in self.reported and depth <= lv.depth:
+                self.reported.add(name)
+                self.out.write(f"  {name} first broken at depth {depth}: {path}\n")
+        self.out.flush()
+        self.previous = lv
+
+
+def scenario_for(space: Space, protocol: str, invariant: str, depth: int, path: str, knobs: dict[str, Any]) -> tuple[Scenario, list[str]]:
+    """The violating path as a scenario (knobs carried in its config, so it replays with plain
+    ``replemu run --check``) and every invariant its replay breaks."""
+    steps = tuple(replay_path(space, path))
+    config = space.config
+    if knobs:
+        config = replace(config, knobs=tuple(sorted({**dict(config.knobs), **knobs}.items())))
+    kebab = "".join("-" + ch.lower() if ch.isupper() else ch for ch in invariant).lstrip("-")
+    scenario = Scenario(name=f"explore-{protocol}-{kebab}", replicas=space.replicas, steps=steps, config=config)
+    found = [v["invariant"] for v in run_scenario(scenario, protocol)["violations"]]
+    return scenario, found
+
+
+def write_violations(space: Space, protocol: str, req: Request, outcome: Outcome) -> list[dict[str, Any]]:
+    out = []
+    b = req.bounds
+    for name, (depth, path) in sorted(outcome.violations.items(), key=lambda kv: (kv[1][0], INVARIANT_ORDER[kv[0]])):
+        scenario, found = scenario_for(space, protocol, name, depth, path, req.knobs)
+        description = (f"{name} under {protocol}: a shortest path ({depth} steps after the first election), found by "
+                       f"replemu explore --replicas {req.replicas} --depth {b.depth} --records {b.records} --epochs {b.epochs} "
+                       f"--crashes {b.crashes} --power-crashes {b.power_crashes}. Search path: {path}")
+        doc = scenario_document(scenario, description, expect={protocol: {"violations": found}})
+        target = req.out / protocol / f"{name}.yaml"
+        write_scenario(doc, target)
+        out.append({"invariant": name, "depth": depth, "steps": len(scenario.steps), "path": path,
+                    "scenario_file": str(target),
+                    "trace": [describe_step(s) for s in scenario.steps]})
+    return out
+
+
+def result_object(protocol: str, req: Request, outcome: Outcome, seconds: float, violations: list[dict]) -> dict[str, Any]:
+    return {
+        "format": EXPLORE_FORMAT,
+        "protocol": protocol,
+        "replicas": req.replicas,
+        "bounds": req.bounds.as_dict(),
+        "depth": outcome.depth,
+        "complete": outcome.complete,
+        "exhausted": outcome.exhausted,
+        "states_per_depth": outcome.states_per_depth,
+        "distinct_states": outcome.distinct_states,
+        "transitions": outcome.transitions,
+        "seconds": round(seconds, 3),
+        "engine": req.engine,
+        "knobs": dict(sorted(req.knobs.items())),
+        "steps": [k.value for k in req.alphabet],
+        "stopped": outcome.stopped,
+        "violations": [{k: v[k] for k in ("invariant", "depth", "steps", "path", "scenario_file")} for v in violations],
+    }
+
+
+def explore(req: Request, out: TextIO = sys.stdout, spark=None) -> list[dict[str, Any]]:
+    """Search each protocol of ``req``; returns their result objects (progress goes to ``out``)."""
+    out.write(describe(req) + "\n")
+    out.flush()
+    results = []
+    for protocol in req.protocols:
+        space = req.space(protocol)
+        printer = Printer(protocol, out)
+        began = time.monotonic()
+        found: dict[str, tuple[int, str]] = {}
+
+        def should_stop(distinct: int) -> str | None:
+            if req.max_states is not None and distinct >= req.max_states:
+                return f"--max-states {req.max_states} reached"
+            return None
+
+        def on_level(lv: Level) -> None:
+            printer.level(lv, found)
+
+        try:
+            if req.engine == "spark":
+                from streaming.explore import search_spark
+
+                outcome = search_spark(spark, space, req.out / protocol / "spark", on_level=on_level,
+                                       should_stop=should_stop, clock=time.monotonic, found=found)
+            else:
+                outcome = search_local(space, on_level=on_level, should_stop=should_stop, clock=time.monotonic,
+                                       found=found)
+        except KeyboardInterrupt:
+            out.write(f"{protocol}: interrupted\n")
+            raise
+        seconds = time.monotonic() - began
+        violations = write_violations(space, protocol, req, outcome)
+        state = "complete" if outcome.complete else f"stopped ({outcome.stopped})"
+        out.write(f"{protocol}: {state} to depth {outcome.depth}{' (state space exhausted)' if outcome.exhausted else ''}: "
+                  f"{outcome.distinct_states:,} distinct states, {outcome.transitions:,} transitions in {seconds:.1f} s\n")
+        for v in violations:
+            out.write(f"  {v['invariant']} at depth {v['depth']}: replemu run {v['scenario_file']} --protocol {protocol} --check\n")
+        if not violations:
+            out.write("  no invariant violated\n")
+        out.flush()
+        results.append(result_object(protocol, req, outcome, seconds, violations))
+    return results

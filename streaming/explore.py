@@ -1,0 +1,164 @@
+"""The Spark engine of ``replemu explore``: the same breadth-first search as
+``emulator.explore.search_local``, level by level, with the frontier and the visited set on disk.
+
+Per depth ``d`` (the work directory holds ``levels/d=0 .. d-1``, each a Parquet table of
+``key`` (16-byte digest), ``path`` (step codes) and ``state`` (canonical bytes)):
+
+1. the frontier ``levels/d=<d-1>`` is spread over the executors and expanded by a pandas
+   function per partition (``emulator.explore.expand``): one row per transition, with the
+   invariants its step broke; the rows are written once to ``scratch/``;
+2. the candidates are reduced to one row per key, the smallest path (``min`` of a struct whose
+   first field is the path), and anti-joined by key against every earlier level: the visited
+   set is the levels themselves, read by column (``key`` only), never collected to the driver;
+3. the new states are written to ``levels/d=<d>`` (aside, then renamed: a level exists whole or
+   not at all), and ``progress.json`` records the level's counts and the violations first found
+   there (per invariant, the smallest violating path).
+
+A search that stops (Ctrl-C, ``--max-states``, a failure) resumes from its last whole level when
+the same command runs again; ``identity.json`` refuses a work directory of another search.  The
+driver holds only counts and one path per violated invariant, so its memory stays flat as the
+visited set grows.  The counts and violations are the local engine's, state for state: both
+keep the smallest path per state and per invariant (see ``emulator.explore``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from emulator.explore import Level, Outcome, Space, encode, expand, note_violations, root, digest
+
+IDENTITY = "identity.json"
+PROGRESS = "progress.json"
+EXPANDED_SCHEMA = "key binary, path string, state binary, broken array<string>"
+
+
+class WorkDirError(ValueError):
+    """A work directory that belongs to another search (the message says which setting differs)."""
+
+
+def _expander(space: Space) -> Callable[[Iterator], Iterator]:
+    """The pandas function run per frontier partition (``mapInPandas``)."""
+
+    def run(frames: Iterator) -> Iterator:
+        import pandas as pd
+
+        template = space.template
+        for frame in frames:
+            keys, paths, states, broken = [], [], [], []
+            for path, state in zip(frame["path"], frame["state"]):
+                for s in expand(space, bytes(state), template):
+                    keys.append(s.key)
+                    paths.append(f"{path} {s.code}" if path else s.code)
+                    states.append(s.state)
+                    broken.append(list(s.broken))
+            yield pd.DataFrame({"key": keys, "path": paths, "state": states, "broken": broken})
+
+    return run
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def open_work_dir(work: Path, identity: dict[str, Any]) -> dict[str, Any]:
+    """The progress of the search in ``work`` (created when new); ``WorkDirError`` when it holds
+    another search.  Levels beyond the recorded progress (a level renamed into place just before
+    a stop) are removed: they are recomputed."""
+    work.mkdir(parents=True, exist_ok=True)
+    ident = work / IDENTITY
+    if ident.exists():
+        recorded = json.loads(ident.read_text())
+        differs = sorted(k for k in set(recorded) | set(identity) if recorded.get(k) != identity.get(k))
+        if differs:
+            raise WorkDirError(f"{work} holds another search (differs in {', '.join(differs)}): "
+                               f"use another --out or remove it")
+    else:
+        _write_json(ident, identity)
+    progress_file = work / PROGRESS
+    progress = json.loads(progress_file.read_text()) if progress_file.exists() else {"levels": [], "violations": {}}
+    levels = work / "levels"
+    if levels.exists():
+        for d in levels.iterdir():
+            if d.name.startswith("d=") and int(d.name[2:]) >= len(progress["levels"]):
+                shutil.rmtree(d)
+    shutil.rmtree(work / "scratch", ignore_errors=True)
+    return progress
+
+
+def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Level], None] = lambda _l: None,
+                 should_stop: Callable[[int], str | None] = lambda _n: None,
+                 clock: Callable[[], float] = lambda: 0.0, slices: int | None = None,
+                 found: dict[str, tuple[int, str]] | None = None) -> Outcome:
+    """Breadth-first search of ``space`` on ``spark``, checkpointed per level in ``work``
+    (``on_level``, ``should_stop``, ``clock`` and ``found`` as for ``search_local``)."""
+    from pyspark.sql import functions as F
+
+    work = Path(work)
+    identity = {"replicas": list(space.replicas), "protocol": space.variant.name, "knobs": space.variant.knobs(),
+                "config": repr(space.config), "alphabet": [k.value for k in space.alphabet],
+                "bounds": {k: v for k, v in space.bounds.as_dict().items() if k != "depth"}}
+    progress = open_work_dir(work, identity)
+    levels_dir = work / "levels"
+    slices = slices or max(2, spark.sparkContext.defaultParallelism * 4)
+    if not progress["levels"]:
+        replay, counters, _steps, broken = root(space)
+        state = encode(replay, counters)
+        frame = spark.createDataFrame([(digest(state), "", state)], "key binary, path string, state binary")
+        _write_level(frame, levels_dir, 0)
+        first: dict[str, tuple[int, str]] = {}
+        note_violations(first, 0, "", broken)
+        progress = {"levels": [{"depth": 0, "new_states": 1, "transitions": 0}],
+                    "violations": {k: list(v) for k, v in first.items()}}
+        _write_json(work / PROGRESS, progress)
+    violations: dict[str, tuple[int, str]] = {} if found is None else found
+    violations.update({k: (v[0], v[1]) for k, v in progress["violations"].items()})
+    per_depth = [lv["new_states"] for lv in progress["levels"]]
+    transitions = sum(lv["transitions"] for lv in progress["levels"])
+    if len(per_depth) > 1:
+        on_level(Level(len(per_depth) - 1, per_depth[-1], progress["levels"][-1]["transitions"], 0.0, sum(per_depth)))
+    for depth in range(len(per_depth), space.bounds.depth + 1):
+        if per_depth[-1] == 0:
+            return Outcome(per_depth, transitions, True, True, violations)
+        reason = should_stop(sum(per_depth))
+        if reason:
+            return Outcome(per_depth, transitions, False, False, violations, reason)
+        began = clock()
+        scratch = work / "scratch"
+        frontier = spark.read.parquet(str(levels_dir / f"d={depth - 1}")).repartition(slices)
+        frontier.mapInPandas(_expander(space), EXPANDED_SCHEMA).write.mode("overwrite").parquet(str(scratch))
+        expanded = spark.read.parquet(str(scratch))
+        level_transitions = expanded.count()
+        found = (expanded.where(F.size("broken") > 0).select(F.explode("broken").alias("invariant"), "path")
+                 .groupBy("invariant").agg(F.min("path").alias("path")).collect())
+        for row in found:
+            note_violations(violations, depth, row["path"], [row["invariant"]])
+        best = (expanded.groupBy("key").agg(F.min(F.struct("path", "state")).alias("s"))
+                .select("key", F.col("s.path").alias("path"), F.col("s.state").alias("state")))
+        visited = spark.read.parquet(*[str(levels_dir / f"d={d}") for d in range(depth)]).select("key")
+        new = best.join(visited, on="key", how="left_anti")
+        _write_level(new, levels_dir, depth)
+        new_states = spark.read.parquet(str(levels_dir / f"d={depth}")).count()
+        shutil.rmtree(scratch, ignore_errors=True)
+        transitions += level_transitions
+        per_depth.append(new_states)
+        progress["levels"].append({"depth": depth, "new_states": new_states, "transitions": level_transitions})
+        progress["violations"] = {k: list(v) for k, v in violations.items()}
+        _write_json(work / PROGRESS, progress)
+        on_level(Level(depth, new_states, level_transitions, clock() - began, sum(per_depth)))
+    return Outcome(per_depth, transitions, True, per_depth[-1] == 0, violations)
+
+
+def _write_level(frame, levels_dir: Path, depth: int) -> None:
+    """Write one level aside and rename it into place: it exists whole or not at all."""
+    target = levels_dir / f"d={depth}"
+    aside = levels_dir / f".d={depth}.tmp"
+    shutil.rmtree(aside, ignore_errors=True)
+    frame.write.mode("overwrite").parquet(str(aside))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(aside, target)
