@@ -60,6 +60,12 @@ class LeaderEpochCache:
         self._ordered = all(a.epoch < b.epoch and a.start_offset <= b.start_offset
                             for a, b in zip(self._entries, self._entries[1:]))
 
+    def copy(self) -> "LeaderEpochCache":
+        """An independent copy (entries are immutable, shared)."""
+        new = LeaderEpochCache.__new__(LeaderEpochCache)
+        new.semantics, new._entries, new._ordered = self.semantics, list(self._entries), self._ordered
+        return new
+
     # -- reading ------------------------------------------------------------------------
 
     @property

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import zlib
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterator
@@ -40,7 +41,7 @@ from .config import Config
 from .invariants import REGISTRY
 from .replica import Role
 from .run import Replay
-from .state import from_document, state_document
+from .state import clone, from_document, state_document
 from .steps import (
     CheckpointHw, ControllerRemove, Crash, CrashMode, Elect, Fetch, FetchResponse, Flush, LeaderAndIsr, Produce,
     Restart, ShrinkIsr, Step, StepKind, Tick,
@@ -209,17 +210,23 @@ def encode(replay: Replay, counters: Counters) -> bytes:
 
 
 def digest(state: bytes) -> bytes:
-    """The 16-byte key the visited set holds."""
+    """The 16-byte key the visited set holds (of the canonical bytes, not of their packing)."""
     return hashlib.blake2b(state, digest_size=16).digest()
 
 
-def _document(state: bytes) -> tuple[dict[str, Any], Counters]:
-    doc = marshal.loads(state)
+def pack(state: bytes) -> bytes:
+    """A state as a frontier holds it: its canonical bytes compressed (about a third)."""
+    return zlib.compress(state, 1)
+
+
+def _document(packed: bytes) -> tuple[dict[str, Any], Counters]:
+    doc = marshal.loads(zlib.decompress(packed))
     return doc, Counters(*doc.pop("counters"))
 
 
-def decode(template: Replay, state: bytes) -> tuple[Replay, Counters]:
-    doc, counters = _document(state)
+def decode(template: Replay, packed: bytes) -> tuple[Replay, Counters]:
+    """The replay and counters of a packed state."""
+    doc, counters = _document(packed)
     return from_document(doc, like=template), counters
 
 
@@ -366,7 +373,7 @@ def _final_broken(replay: Replay) -> set[str]:
 @dataclass(frozen=True, slots=True)
 class Successor:
     code: str
-    state: bytes
+    state: bytes  # canonical bytes, not packed (most successors were seen before: pack only new ones)
     key: bytes
     broken: tuple[str, ...]  # invariants this step broke, in registry order
 
@@ -374,15 +381,15 @@ class Successor:
 INVARIANT_ORDER = {inv.name: i for i, inv in enumerate(REGISTRY)}
 
 
-def expand(space: Space, state: bytes, template: Replay | None = None) -> list[Successor]:
-    """Every successor of one state, in code order, with the invariants each step broke.
-    ``template``: ``space.template``, built once by a caller that expands many states."""
+def expand(space: Space, packed: bytes, template: Replay | None = None) -> list[Successor]:
+    """Every successor of one (packed) state, in code order, with the invariants each step
+    broke.  ``template``: ``space.template``, built once by a caller that expands many states."""
     template = space.template if template is None else template
-    doc, counters = _document(state)
-    replay = from_document(doc, like=template)  # from_document copies what it reads: ``doc`` serves every child
+    doc, counters = _document(packed)
+    replay = from_document(doc, like=template)
     out = []
     for code in enabled_codes(space, replay, counters):
-        child = from_document(doc, like=template)
+        child = clone(replay)
         step, after = step_of(space, child, counters, code)
         report = child.apply(step)
         broken = {v["invariant"] for v in report.violations} | _final_broken(child)
@@ -451,13 +458,15 @@ def note_violations(found: dict[str, tuple[int, str]], depth: int, path: str, br
 
 def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level: None,
                  should_stop: Callable[[int], str | None] = lambda _states: None,
-                 clock: Callable[[], float] = lambda: 0.0, found: dict[str, tuple[int, str]] | None = None) -> Outcome:
+                 clock: Callable[[], float] = lambda: 0.0, found: dict[str, tuple[int, str]] | None = None,
+                 on_state: Callable[[int, int, int], None] = lambda _d, _done, _n: None) -> Outcome:
     """Breadth-first search in this process; the visited set holds 16-byte digests.
 
     ``on_level`` hears each finished depth; ``should_stop(distinct_states)`` may end the search
     between states (a state limit, a time limit, an interrupt) with its reason.  ``clock`` only
     times the levels for ``on_level``; nothing the search decides depends on it.  ``found``: the
     dict the violations are kept in as they are found (a caller's progress reads it).
+    ``on_state(depth, expanded, frontier)`` hears every 1,024th state of a level (a heartbeat).
     """
     replay, counters, _steps, broken = root(space)
     template = space.template
@@ -465,7 +474,7 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
     visited = {digest(start)}
     violations: dict[str, tuple[int, str]] = {} if found is None else found
     note_violations(violations, 0, "", broken)
-    frontier: list[tuple[str, bytes]] = [("", start)]
+    frontier: list[tuple[str, bytes]] = [("", pack(start))]
     per_depth = [1]
     transitions = 0
     for depth in range(1, space.bounds.depth + 1):
@@ -474,7 +483,9 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
         began = clock()
         level_transitions = 0
         nxt: list[tuple[str, bytes]] = []
-        for path, state in frontier:
+        for done, (path, state) in enumerate(frontier):
+            if not done & 1023:
+                on_state(depth, done, len(frontier))
             reason = should_stop(len(visited))
             if reason:
                 return Outcome(per_depth, transitions + level_transitions, False, False, violations, reason)
@@ -485,7 +496,7 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
                     note_violations(violations, depth, child_path, s.broken)
                 if s.key not in visited:
                     visited.add(s.key)
-                    nxt.append((child_path, s.state))
+                    nxt.append((child_path, pack(s.state)))
         transitions += level_transitions
         per_depth.append(len(nxt))
         frontier = nxt

@@ -31,6 +31,12 @@ class Log:
         self._records: list[Record] = list(records)
         self._before = before
 
+    def copy(self) -> "Log":
+        """An independent copy (records are immutable tuples, shared)."""
+        new = Log.__new__(Log)
+        new.start, new._records, new._before = self.start, list(self._records), self._before
+        return new
+
     def __len__(self) -> int:
         return self.start + len(self._records)
 

@@ -91,9 +91,18 @@ class Printer:
 
     def __init__(self, protocol: str, out: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
         self.protocol, self.out, self.clock = protocol, out, clock
-        self.started = clock()
+        self.started = self.last_line = clock()
         self.previous: Level | None = None
         self.reported: set[str] = set()
+
+    def heartbeat(self, depth: int, done: int, frontier: int) -> None:
+        """Within a long level: a line every 10 s."""
+        now = self.clock()
+        if done and now - self.last_line >= 10:
+            self.out.write(f"{self.protocol} depth {depth}: {done:,} of {frontier:,} states of depth {depth - 1} expanded "
+                           f"({100 * done // frontier}%)\n")
+            self.out.flush()
+            self.last_line = now
 
     def level(self, lv: Level, violations: dict[str, tuple[int, str]]) -> None:
         rate = lv.transitions / lv.seconds if lv.seconds > 0 else 0.0
@@ -107,6 +116,7 @@ class Printer:
                 self.out.write(f"  {name} first broken at depth {depth}: {path}\n")
         self.out.flush()
         self.previous = lv
+        self.last_line = self.clock()
 
 
 def scenario_for(space: Space, protocol: str, invariant: str, depth: int, path: str, knobs: dict[str, Any]) -> tuple[Scenario, list[str]]:
@@ -187,7 +197,7 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None) -> list[dict[str
                                        should_stop=should_stop, clock=time.monotonic, found=found)
             else:
                 outcome = search_local(space, on_level=on_level, should_stop=should_stop, clock=time.monotonic,
-                                       found=found)
+                                       found=found, on_state=printer.heartbeat)
         except KeyboardInterrupt:
             out.write(f"{protocol}: interrupted\n")
             raise

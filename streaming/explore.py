@@ -2,7 +2,7 @@
 ``emulator.explore.search_local``, level by level, with the frontier and the visited set on disk.
 
 Per depth ``d`` (the work directory holds ``levels/d=0 .. d-1``, each a Parquet table of
-``key`` (16-byte digest), ``path`` (step codes) and ``state`` (canonical bytes)):
+``key`` (16-byte digest), ``path`` (step codes) and ``state`` (packed canonical bytes)):
 
 1. the frontier ``levels/d=<d-1>`` is spread over the executors and expanded by a pandas
    function per partition (``emulator.explore.expand``): one row per transition, with the
@@ -29,7 +29,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from emulator.explore import Level, Outcome, Space, encode, expand, note_violations, root, digest
+from emulator.explore import Level, Outcome, Space, digest, encode, expand, note_violations, pack, root
 
 IDENTITY = "identity.json"
 PROGRESS = "progress.json"
@@ -53,7 +53,7 @@ def _expander(space: Space) -> Callable[[Iterator], Iterator]:
                 for s in expand(space, bytes(state), template):
                     keys.append(s.key)
                     paths.append(f"{path} {s.code}" if path else s.code)
-                    states.append(s.state)
+                    states.append(pack(s.state))
                     broken.append(list(s.broken))
             yield pd.DataFrame({"key": keys, "path": paths, "state": states, "broken": broken})
 
@@ -102,14 +102,14 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
     work = Path(work)
     identity = {"replicas": list(space.replicas), "protocol": space.variant.name, "knobs": space.variant.knobs(),
                 "config": repr(space.config), "alphabet": [k.value for k in space.alphabet],
-                "bounds": {k: v for k, v in space.bounds.as_dict().items() if k != "depth"}}
+                **{k: v for k, v in space.bounds.as_dict().items() if k != "depth"}}  # a deeper search continues
     progress = open_work_dir(work, identity)
     levels_dir = work / "levels"
     slices = slices or max(2, spark.sparkContext.defaultParallelism * 4)
     if not progress["levels"]:
         replay, counters, _steps, broken = root(space)
         state = encode(replay, counters)
-        frame = spark.createDataFrame([(digest(state), "", state)], "key binary, path string, state binary")
+        frame = spark.createDataFrame([(digest(state), "", pack(state))], "key binary, path string, state binary")
         _write_level(frame, levels_dir, 0)
         first: dict[str, tuple[int, str]] = {}
         note_violations(first, 0, "", broken)
