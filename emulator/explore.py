@@ -448,6 +448,12 @@ class Outcome:
         return len(self.states_per_depth) - 1
 
 
+def reached(until: frozenset[str], violations: dict[str, tuple[int, str]]) -> str | None:
+    """Why a search with ``until`` stops after this level (None: it goes on)."""
+    hit = sorted(until & set(violations))
+    return f"{', '.join(hit)} broken (--until)" if hit else None
+
+
 def note_violations(found: dict[str, tuple[int, str]], depth: int, path: str, broken) -> None:
     """Keep, per invariant, the smallest depth and then the smallest path."""
     for name in broken:
@@ -459,7 +465,8 @@ def note_violations(found: dict[str, tuple[int, str]], depth: int, path: str, br
 def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level: None,
                  should_stop: Callable[[int], str | None] = lambda _states: None,
                  clock: Callable[[], float] = lambda: 0.0, found: dict[str, tuple[int, str]] | None = None,
-                 on_state: Callable[[int, int, int], None] = lambda _d, _done, _n: None) -> Outcome:
+                 on_state: Callable[[int, int, int], None] = lambda _d, _done, _n: None,
+                 until: frozenset[str] = frozenset()) -> Outcome:
     """Breadth-first search in this process; the visited set holds 16-byte digests.
 
     ``on_level`` hears each finished depth; ``should_stop(distinct_states)`` may end the search
@@ -467,6 +474,7 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
     times the levels for ``on_level``; nothing the search decides depends on it.  ``found``: the
     dict the violations are kept in as they are found (a caller's progress reads it).
     ``on_state(depth, expanded, frontier)`` hears every 1,024th state of a level (a heartbeat).
+    ``until``: stop after the first level where one of these invariants broke.
     """
     replay, counters, _steps, broken = root(space)
     template = space.template
@@ -502,6 +510,9 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
         frontier = nxt
         on_level(Level(depth, len(nxt), level_transitions, clock() - began, len(visited),
                        sum(len(s) for _, s in nxt)))
+        reason = reached(until, violations)
+        if reason and depth < space.bounds.depth:
+            return Outcome(per_depth, transitions, False, False, violations, reason)
     # states at the last depth are found and judged but not expanded
     return Outcome(per_depth, transitions, True, not frontier, violations)
 

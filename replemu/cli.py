@@ -161,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "auto (default): spark for 3+ replicas deeper than 9, else local")
     exp_.add_argument("--master", help="Spark master for --engine spark (default: conf/spark.conf, local[*])")
     exp_.add_argument("--max-states", type=_positive, metavar="N", help="stop (incomplete) once this many distinct states are found")
+    exp_.add_argument("--max-seconds", type=_positive, metavar="S", help="stop (incomplete) after this long; "
+                      "the result's depth is the deepest level completed")
+    exp_.add_argument("--until", metavar="INVARIANT,...", help="stop after the first depth where one of these invariants breaks")
     exp_.add_argument("--out", default="out/explore", metavar="DIR",
                       help="where the scenario files (DIR/PROTOCOL/INVARIANT.yaml) and the Spark levels go (default out/explore)")
     exp_.add_argument("--json", action="store_true", help="print the result object (progress goes to stderr)")
@@ -730,6 +733,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     from emulator.config import ConfigError
     from emulator.explore import Bounds, ExploreError
+    from emulator.invariants import INVARIANT_NAMES
 
     from .explore import Request, choose_engine, explore, parse_alphabet
 
@@ -738,6 +742,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
         if config.min_insync_replicas > args.replicas:
             raise ConfigError(f"min_insync_replicas {config.min_insync_replicas} exceeds the {args.replicas} replicas")
         alphabet = parse_alphabet(args.steps)
+        until = frozenset(t.strip() for t in (args.until or "").split(",") if t.strip())
+        unknown = sorted(until - set(INVARIANT_NAMES))
+        if unknown:
+            raise ValueError(f"--until: unknown invariant {unknown[0][:40]!r} (known: {', '.join(INVARIANT_NAMES)})")
         bounds = Bounds(args.depth, args.records, args.epochs, args.crashes, args.power_crashes)
     except (ConfigError, ExploreError) as exc:
         return _fail(f"replemu: error: {exc}")
@@ -751,7 +759,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return _fail("replemu: error: --master needs --engine spark")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     req = Request(protocols, args.replicas, bounds, config, args.knobs, alphabet, engine, Path(args.out),
-                  max_states=args.max_states, master=args.master)
+                  max_states=args.max_states, master=args.master, until=until, max_seconds=args.max_seconds)
     spark = None
     if engine == "spark":
         from streaming.job import build_spark

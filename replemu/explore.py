@@ -66,6 +66,8 @@ class Request:
     out: Path
     max_states: int | None = None
     master: str | None = None
+    until: frozenset[str] = frozenset()
+    max_seconds: float | None = None
 
     def space(self, protocol: str) -> Space:
         return Space(tuple(range(1, self.replicas + 1)), self.config,
@@ -184,6 +186,8 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None) -> list[dict[str
         def should_stop(distinct: int) -> str | None:
             if req.max_states is not None and distinct >= req.max_states:
                 return f"--max-states {req.max_states} reached"
+            if req.max_seconds is not None and time.monotonic() - began >= req.max_seconds:
+                return f"--max-seconds {req.max_seconds:g} reached"
             return None
 
         def on_level(lv: Level) -> None:
@@ -194,10 +198,10 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None) -> list[dict[str
                 from streaming.explore import search_spark
 
                 outcome = search_spark(spark, space, req.out / protocol / "spark", on_level=on_level,
-                                       should_stop=should_stop, clock=time.monotonic, found=found)
+                                       should_stop=should_stop, clock=time.monotonic, found=found, until=req.until)
             else:
                 outcome = search_local(space, on_level=on_level, should_stop=should_stop, clock=time.monotonic,
-                                       found=found, on_state=printer.heartbeat)
+                                       found=found, on_state=printer.heartbeat, until=req.until)
         except KeyboardInterrupt:
             out.write(f"{protocol}: interrupted\n")
             raise
