@@ -423,6 +423,7 @@ class Level:
     seconds: float
     distinct_states: int
     frontier_bytes: int = 0
+    resumed: bool = False  # found by an earlier run of the same search (a resumed Spark search)
 
 
 @dataclass

@@ -760,19 +760,40 @@ def cmd_explore(args: argparse.Namespace) -> int:
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     req = Request(protocols, args.replicas, bounds, config, args.knobs, alphabet, engine, Path(args.out),
                   max_states=args.max_states, master=args.master, until=until, max_seconds=args.max_seconds)
-    spark = None
+    spark = stop = None
     if engine == "spark":
+        import signal
+        import threading
+
         from streaming.job import build_spark
 
         spark = build_spark(args.master, app_name="replemu-explore")
+        stop = threading.Event()
+
+        def on_sigint(signum, frame):  # pyspark's own handler would call into py4j from inside a py4j call
+            if stop.is_set():
+                raise KeyboardInterrupt
+            stop.set()
+            print("replemu: stopping: cancelling the running level (Ctrl-C again to quit at once)", file=sys.stderr, flush=True)
+            threading.Thread(target=spark.sparkContext.cancelAllJobs, daemon=True).start()
+
+        signal.signal(signal.SIGINT, on_sigint)
     from streaming.explore import WorkDirError
 
     try:
-        results = explore(req, out=sys.stderr if args.json else sys.stdout, spark=spark)
+        results = explore(req, out=sys.stderr if args.json else sys.stdout, spark=spark, stop=stop)
     except WorkDirError as exc:
         return _fail(f"replemu: error: {exc}")
     finally:
         if spark is not None:
+            if stop.is_set():  # let the cancelled tasks wind down: stopping under them makes the JVM print errors
+                import time
+
+                tracker, waited = spark.sparkContext.statusTracker(), 0.0
+                while (tracker.getActiveJobsIds() or tracker.getActiveStageIds()) and waited < 15:
+                    time.sleep(0.25)
+                    waited += 0.25
+                time.sleep(1)
             spark.stop()
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else {"format": 1, "protocol": "all", "runs": results}, indent=1))

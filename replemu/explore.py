@@ -110,8 +110,9 @@ class Printer:
         rate = lv.transitions / lv.seconds if lv.seconds > 0 else 0.0
         grow = lv.new_states / self.previous.new_states if self.previous and self.previous.new_states else None
         estimate = f", next level ~{int(lv.new_states * grow):,} (x{grow:.2f})" if grow else ""
+        timing = "resumed: found by an earlier run" if lv.resumed else f"in {lv.seconds:.1f} s ({rate:,.0f}/s){estimate}"
         self.out.write(f"{self.protocol} depth {lv.depth}: {lv.new_states:,} new states ({lv.distinct_states:,} in all), "
-                       f"{lv.transitions:,} transitions in {lv.seconds:.1f} s ({rate:,.0f}/s){estimate}\n")
+                       f"{lv.transitions:,} transitions {timing}\n")
         for name, (depth, path) in sorted(violations.items(), key=lambda kv: (kv[1][0], INVARIANT_ORDER[kv[0]])):
             if name not in self.reported and depth <= lv.depth:
                 self.reported.add(name)
@@ -172,8 +173,54 @@ def result_object(protocol: str, req: Request, outcome: Outcome, seconds: float,
     }
 
 
-def explore(req: Request, out: TextIO = sys.stdout, spark=None) -> list[dict[str, Any]]:
-    """Search each protocol of ``req``; returns their result objects (progress goes to ``out``)."""
+COLOURS = {"hw": "#d62728", "kip101": "#ff7f0e", "kip279": "#1f77b4", "kip320": "#2ca02c"}
+
+
+def picture(results: list[dict[str, Any]]) -> str:
+    """An SVG of new states per depth (log scale), one line per protocol, with a marker at each
+    depth where a verdict invariant first broke: what ``explore.svg`` shows."""
+    import math
+
+    width, height, left, bottom, top, legend = 900, 360, 70, 40, 44, 240
+    depth = max(len(r["states_per_depth"]) for r in results) - 1 or 1
+    peak = max(max(r["states_per_depth"]) for r in results)
+    decades = max(1, math.ceil(math.log10(max(peak, 10))))
+
+    def x(d: float) -> float:
+        return left + (width - legend - left - 20) * d / depth
+
+    def y(n: float) -> float:
+        return height - bottom - (height - bottom - top) * math.log10(max(n, 1)) / decades
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
+           f'<text x="{left}" y="16" font-size="13">replemu explore: new states per depth (log scale)</text>',
+           f'<text x="{left}" y="32">circles: the depth where StrongIsr, NoCommittedDataLoss or EventualConvergence first broke</text>']
+    for k in range(decades + 1):
+        out.append(f'<line x1="{left}" x2="{width - legend - 20}" y1="{y(10 ** k):.1f}" y2="{y(10 ** k):.1f}" stroke="#ddd"/>'
+                   f'<text x="{left - 6}" y="{y(10 ** k) + 4:.1f}" text-anchor="end">{10 ** k:,}</text>')
+    for d in range(depth + 1):
+        out.append(f'<text x="{x(d):.1f}" y="{height - bottom + 16}" text-anchor="middle">{d}</text>')
+    out.append(f'<text x="{(left + width - legend) / 2}" y="{height - 6}" text-anchor="middle">depth (steps after the first election)</text>')
+    for i, r in enumerate(results):
+        colour = COLOURS.get(r["protocol"], "#555")
+        label = r["protocol"] + (" +knobs" if r["knobs"] else "")
+        points = " ".join(f"{x(d):.1f},{y(n):.1f}" for d, n in enumerate(r["states_per_depth"]))
+        out.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        out.append(f'<text x="{width - legend + 10}" y="{top + 16 * (i + 1)}" fill="{colour}">{label}: '
+                   f'{r["distinct_states"]:,} states{"" if r["complete"] else " (stopped)"}</text>')
+        for v in r["violations"]:
+            if v["invariant"] in ("StrongIsr", "NoCommittedDataLoss", "EventualConvergence"):
+                n = r["states_per_depth"][v["depth"]] if v["depth"] < len(r["states_per_depth"]) else 1
+                out.append(f'<circle cx="{x(v["depth"]):.1f}" cy="{y(n):.1f}" r="5" fill="none" stroke="{colour}" stroke-width="2">'
+                           f'<title>{r["protocol"]}: {v["invariant"]} at depth {v["depth"]}</title></circle>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> list[dict[str, Any]]:
+    """Search each protocol of ``req``; returns their result objects (progress goes to ``out``).
+    ``stop``: a ``threading.Event`` set on Ctrl-C (the Spark engine's running level is cancelled
+    meanwhile): the search ends as interrupted, its whole levels kept."""
     out.write(describe(req) + "\n")
     out.flush()
     results = []
@@ -184,6 +231,8 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None) -> list[dict[str
         found: dict[str, tuple[int, str]] = {}
 
         def should_stop(distinct: int) -> str | None:
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt
             if req.max_states is not None and distinct >= req.max_states:
                 return f"--max-states {req.max_states} reached"
             if req.max_seconds is not None and time.monotonic() - began >= req.max_seconds:
@@ -197,13 +246,20 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None) -> list[dict[str
             if req.engine == "spark":
                 from streaming.explore import search_spark
 
-                outcome = search_spark(spark, space, req.out / protocol / "spark", on_level=on_level,
-                                       should_stop=should_stop, clock=time.monotonic, found=found, until=req.until)
+                try:
+                    outcome = search_spark(spark, space, req.out / protocol / "spark", on_level=on_level,
+                                           should_stop=should_stop, clock=time.monotonic, found=found, until=req.until)
+                except Exception:
+                    if stop is not None and stop.is_set():  # the level's job was cancelled by Ctrl-C
+                        raise KeyboardInterrupt from None
+                    raise
             else:
                 outcome = search_local(space, on_level=on_level, should_stop=should_stop, clock=time.monotonic,
                                        found=found, on_state=printer.heartbeat, until=req.until)
         except KeyboardInterrupt:
-            out.write(f"{protocol}: interrupted\n")
+            kept = (f"; the levels found so far are kept in {req.out / protocol / 'spark'}: run the same command to resume"
+                    if req.engine == "spark" else "")
+            out.write(f"{protocol}: interrupted{kept}\n")
             raise
         seconds = time.monotonic() - began
         violations = write_violations(space, protocol, req, outcome)
@@ -216,4 +272,8 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None) -> list[dict[str
             out.write("  no invariant violated\n")
         out.flush()
         results.append(result_object(protocol, req, outcome, seconds, violations))
+    req.out.mkdir(parents=True, exist_ok=True)
+    chart = req.out / "explore.svg"
+    chart.write_text(picture(results))
+    out.write(f"picture: {chart}\n")
     return results

@@ -147,7 +147,8 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
     per_depth = [lv["new_states"] for lv in progress["levels"]]
     transitions = sum(lv["transitions"] for lv in progress["levels"])
     if len(per_depth) > 1:
-        on_level(Level(len(per_depth) - 1, per_depth[-1], progress["levels"][-1]["transitions"], 0.0, sum(per_depth)))
+        on_level(Level(len(per_depth) - 1, per_depth[-1], progress["levels"][-1]["transitions"], 0.0, sum(per_depth),
+                       resumed=True))
     for depth in range(len(per_depth), space.bounds.depth + 1):
         if per_depth[-1] == 0:
             return Outcome(per_depth, transitions, True, True, violations)

@@ -164,6 +164,8 @@ def test_cli_writes_replayable_scenarios_and_the_json_contract(tmp_path):
     assert "StrongIsr" in doc["expect"]["hw"]["violations"]
     check = replemu("run", strong["scenario_file"], "--protocol", "hw", "--check")
     assert check.returncode == 0, check.stdout + check.stderr
+    chart = (out / "explore.svg").read_text()
+    assert chart.count("<polyline") == 1 and "StrongIsr at depth 5" in chart
 
 
 def test_cli_knob_is_carried_into_the_scenario_file(tmp_path):
