@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--budget", type=float, default=20, help="minutes per deepening target (default 20)")
     ap.add_argument("--max-depth", type=int, default=12)
+    ap.add_argument("--three", default="hw,kip101,kip279", help="protocols of the 'three' target (default hw,kip101,kip279)")
     ap.add_argument("--out", default="out/explore-targets")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -75,7 +76,7 @@ def main() -> int:
             for p in ("hw", "kip101", "kip279", "kip320"):
                 results.append(run("two", p, 2, d, args.out, args.engine, spark))
         if "three" in only:
-            for p in ("hw", "kip101", "kip279"):
+            for p in args.three.split(","):
                 results.append(run("three", p, 3, Bounds(args.max_depth), args.out, args.engine, spark, until={"StrongIsr"}))
         if "zombie" in only:
             results.append(run("zombie", "kip320", 3, Bounds(args.max_depth), args.out, args.engine, spark, until={"StrongIsr"}))
