@@ -33,9 +33,8 @@ from __future__ import annotations
 import hashlib
 import marshal
 import zlib
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, Callable, Iterator
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Callable
 
 from .config import Config
 from .invariants import REGISTRY
@@ -56,24 +55,20 @@ class ExploreError(ValueError):
     """Bounds or a step alphabet that cannot be searched (the message says which and why)."""
 
 
-class Edge(str, Enum):
-    """The step kinds the search may take, in the order their codes sort (the code's first letter)."""
-
-    ELECT = "E"
-    FETCH = "F"
-    CHECKPOINT_HW = "H"
-    LEADER_AND_ISR = "L"
-    PRODUCE = "P"
-    RESTART = "R"
-    SHRINK_ISR = "S"
-    TICK = "T"
-    FLUSH = "U"
-    CONTROLLER_REMOVE = "X"
-    CRASH = "C"
+# The one table of step codes: a code is this letter, the replica, then a flag (``F2x``).
+# Codes compare as strings, so the letters fix the order in which a state's steps are tried.
+CODE_OF_KIND: dict[StepKind, str] = {
+    StepKind.CRASH: "C", StepKind.ELECT: "E", StepKind.FETCH: "F", StepKind.CHECKPOINT_HW: "H",
+    StepKind.LEADER_AND_ISR: "L", StepKind.PRODUCE: "P", StepKind.RESTART: "R", StepKind.SHRINK_ISR: "S",
+    StepKind.TICK: "T", StepKind.FLUSH: "U", StepKind.CONTROLLER_REMOVE: "X",
+}
+KIND_OF_CODE: dict[str, StepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
+assert set(CODE_OF_KIND) == set(StepKind) and len(KIND_OF_CODE) == len(StepKind), "one distinct code letter per step kind"
 
 
-EDGE_OF_KIND: dict[StepKind, Edge] = {StepKind(e.name.lower()): e for e in Edge}
-assert set(EDGE_OF_KIND) == set(StepKind), "every step kind needs an edge code"
+def step_code(kind: StepKind, replica: int | None = None, flag: str = "") -> str:
+    return CODE_OF_KIND[kind] + ("" if replica is None else str(replica)) + flag
+
 
 # Step kinds searched when --steps is not given: everything but tick (lag expiry grows the clock
 # without bound, so it is opt-in); checkpoint_hw and flush only count when the config makes
@@ -98,14 +93,13 @@ class Bounds:
     power_crashes: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("depth", "records", "epochs", "crashes", "power_crashes"):
-            value = getattr(self, name)
+        for f in fields(self):
+            value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ExploreError(f"bound {name} must be an int >= 0, got {value!r}")
+                raise ExploreError(f"bound {f.name} must be an int >= 0, got {value!r}")
 
     def as_dict(self) -> dict[str, int]:
-        return {"depth": self.depth, "records": self.records, "epochs": self.epochs, "crashes": self.crashes,
-                "power_crashes": self.power_crashes}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -219,22 +213,14 @@ def pack(state: bytes) -> bytes:
     return zlib.compress(state, 1)
 
 
-def _document(packed: bytes) -> tuple[dict[str, Any], Counters]:
-    doc = marshal.loads(zlib.decompress(packed))
-    return doc, Counters(*doc.pop("counters"))
-
-
 def decode(template: Replay, packed: bytes) -> tuple[Replay, Counters]:
     """The replay and counters of a packed state."""
-    doc, counters = _document(packed)
+    doc = marshal.loads(zlib.decompress(packed))
+    counters = Counters(*doc.pop("counters"))
     return from_document(doc, like=template), counters
 
 
 # -- the step alphabet ----------------------------------------------------------------------------
-
-
-def _replica_code(code: str, r: int) -> str:
-    return f"{code}{r}"
 
 
 def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]:
@@ -251,27 +237,27 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
     if space.has(StepKind.PRODUCE) and counters.records < b.records:
         for r in order:
             if reps[r].presumes_leadership:
-                codes += [f"P{r}a", f"P{r}1"]  # acks=all, acks=1
+                codes += [step_code(StepKind.PRODUCE, r, "a"), step_code(StepKind.PRODUCE, r, "1")]  # acks=all, acks=1
     if space.has(StepKind.FETCH):
         for r in order:
             rep = reps[r]
             if not rep.alive or rep.role is not Role.FOLLOWER:
                 continue
-            codes += [f"F{r}", f"F{r}x"]  # delivered (everything the leader has), lost
+            codes += [step_code(StepKind.FETCH, r), step_code(StepKind.FETCH, r, "x")]  # delivered (everything the leader has), lost
             leader = reps.get(rep.believed_leader) if rep.believed_leader is not None else None
             if leader is not None and leader.presumes_leadership and leader.leo - rep.leo >= 2:
-                codes.append(f"F{r}m")  # delivered, one record only
+                codes.append(step_code(StepKind.FETCH, r, "m"))  # delivered, one record only
     if space.has(StepKind.CRASH):
         for r in order:
             rep = reps[r]
             if not rep.alive:
                 continue
             if counters.crashes < b.crashes:
-                codes.append(f"C{r}")
+                codes.append(step_code(StepKind.CRASH, r))
             if counters.power_crashes < b.power_crashes and rep.recovery_point < rep.leo:
-                codes.append(f"C{r}p")  # differs from a process crash only with unflushed records
+                codes.append(step_code(StepKind.CRASH, r, "p"))  # differs from a process crash only with unflushed records
     if space.has(StepKind.RESTART):
-        codes += [f"R{r}" for r in order if not reps[r].alive]
+        codes += [step_code(StepKind.RESTART, r) for r in order if not reps[r].alive]
     next_epoch = c.leader_epoch + 1
     if space.has(StepKind.ELECT) and next_epoch <= b.epochs:
         live_isr = [r for r in order if r in c.isr and reps[r].alive]
@@ -280,7 +266,7 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
             candidates = [r for r in order if reps[r].alive]
         for r in candidates:
             # to every live replica (leader first), to the leader only, to nobody yet
-            codes += [f"E{r}", f"E{r}o", f"E{r}n"]
+            codes += [step_code(StepKind.ELECT, r, flag) for flag in ("", "o", "n")]
     if space.has(StepKind.LEADER_AND_ISR):
         for r in order:
             rep = reps[r]
@@ -288,58 +274,49 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
                 continue
             epochs = sorted({q.leader_epoch for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch})
             for e in epochs:
-                codes.append(f"L{r}" if e == epochs[-1] else f"L{r}e{e}")
+                codes.append(step_code(StepKind.LEADER_AND_ISR, r, "" if e == epochs[-1] else f"e{e}"))
     if space.has(StepKind.CONTROLLER_REMOVE) and (next_epoch <= b.epochs or not p.variant.controller_isr_change_bumps_epoch):
-        codes += [f"X{r}" for r in order if r in c.isr]
+        codes += [step_code(StepKind.CONTROLLER_REMOVE, r) for r in order if r in c.isr]
     if space.has(StepKind.SHRINK_ISR) and c.leader is not None and reps[c.leader].presumes_leadership:
         ls = reps[c.leader].leadership
-        codes += [f"S{r}" for r in order if r in ls.isr and r != c.leader]
+        codes += [step_code(StepKind.SHRINK_ISR, r) for r in order if r in ls.isr and r != c.leader]
     if space.has(StepKind.CHECKPOINT_HW) and space.explicit_checkpoints:
-        codes += [f"H{r}" for r in order if reps[r].alive and reps[r].hw != reps[r].hw_checkpoint]
+        codes += [step_code(StepKind.CHECKPOINT_HW, r) for r in order if reps[r].alive and reps[r].hw != reps[r].hw_checkpoint]
     if space.has(StepKind.FLUSH) and space.explicit_flushes:
-        codes += [f"U{r}" for r in order if reps[r].alive and reps[r].recovery_point < reps[r].leo]
+        codes += [step_code(StepKind.FLUSH, r) for r in order if reps[r].alive and reps[r].recovery_point < reps[r].leo]
     if space.has(StepKind.TICK):
-        codes.append("T")
+        codes.append(step_code(StepKind.TICK))
     return sorted(codes)
 
 
 def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tuple[Step, Counters]:
     """The contract step a code names in this state, and the counters after it."""
-    kind, rest = Edge(code[0]), code[1:]
+    kind = KIND_OF_CODE[code[0]]
     p = replay.partition
-    if kind is Edge.TICK:
+    if kind is StepKind.TICK:
         return Tick(ms=p.config.replica_lag_time_max_ms + 1), counters
-    r = int(rest[0])
-    flag = rest[1:]
-    if kind is Edge.PRODUCE:
+    r, flag = int(code[1]), code[2:]
+    if kind is StepKind.PRODUCE:
         value = f"v{counters.records + 1}"
         acks = None if (flag == "a") == (p.config.acks == "all") else ("all" if flag == "a" else "1")
         target = None if r == p.controller.leader else r
-        return Produce(values=(value,), acks=acks, replica=target), Counters(counters.records + 1, counters.crashes, counters.power_crashes)
-    if kind is Edge.FETCH:
+        return Produce(values=(value,), acks=acks, replica=target), replace(counters, records=counters.records + 1)
+    if kind is StepKind.FETCH:
         if flag == "x":
             return Fetch(r, response=FetchResponse.LOST), counters
         return Fetch(r, max_records=1 if flag == "m" else None), counters
-    if kind is Edge.CRASH:
+    if kind is StepKind.CRASH:
         if flag == "p":
-            return Crash(r, CrashMode.POWER), Counters(counters.records, counters.crashes, counters.power_crashes + 1)
-        return Crash(r), Counters(counters.records, counters.crashes + 1, counters.power_crashes)
-    if kind is Edge.RESTART:
-        return Restart(r), counters
-    if kind is Edge.ELECT:
-        default_choice = _controller_choice(p)
-        leader = None if r == default_choice else r
+            return Crash(r, CrashMode.POWER), replace(counters, power_crashes=counters.power_crashes + 1)
+        return Crash(r), replace(counters, crashes=counters.crashes + 1)
+    if kind is StepKind.ELECT:
+        leader = None if r == _controller_choice(p) else r
         to = {"": None, "o": (r,), "n": ()}[flag]
         return Elect(leader=leader, to=to), counters
-    if kind is Edge.LEADER_AND_ISR:
+    if kind is StepKind.LEADER_AND_ISR:
         return LeaderAndIsr(r, epoch=int(flag[1:]) if flag else None), counters
-    if kind is Edge.CONTROLLER_REMOVE:
-        return ControllerRemove(r), counters
-    if kind is Edge.SHRINK_ISR:
-        return ShrinkIsr(r), counters
-    if kind is Edge.CHECKPOINT_HW:
-        return CheckpointHw(r), counters
-    return Flush(r), counters
+    return {StepKind.RESTART: Restart, StepKind.CONTROLLER_REMOVE: ControllerRemove, StepKind.SHRINK_ISR: ShrinkIsr,
+            StepKind.CHECKPOINT_HW: CheckpointHw, StepKind.FLUSH: Flush}[kind](r), counters
 
 
 def _controller_choice(p) -> int | None:
@@ -384,9 +361,7 @@ INVARIANT_ORDER = {inv.name: i for i, inv in enumerate(REGISTRY)}
 def expand(space: Space, packed: bytes, template: Replay | None = None) -> list[Successor]:
     """Every successor of one (packed) state, in code order, with the invariants each step
     broke.  ``template``: ``space.template``, built once by a caller that expands many states."""
-    template = space.template if template is None else template
-    doc, counters = _document(packed)
-    replay = from_document(doc, like=template)
+    replay, counters = decode(space.template if template is None else template, packed)
     out = []
     for code in enabled_codes(space, replay, counters):
         child = clone(replay)
@@ -422,7 +397,6 @@ class Level:
     transitions: int
     seconds: float
     distinct_states: int
-    frontier_bytes: int = 0
     resumed: bool = False  # found by an earlier run of the same search (a resumed Spark search)
 
 
@@ -509,14 +483,10 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
         transitions += level_transitions
         per_depth.append(len(nxt))
         frontier = nxt
-        on_level(Level(depth, len(nxt), level_transitions, clock() - began, len(visited),
-                       sum(len(s) for _, s in nxt)))
+        on_level(Level(depth, len(nxt), level_transitions, clock() - began, len(visited)))
         reason = reached(until, violations)
         if reason and depth < space.bounds.depth:
             return Outcome(per_depth, transitions, False, False, violations, reason)
     # states at the last depth are found and judged but not expanded
     return Outcome(per_depth, transitions, True, not frontier, violations)
 
-
-def iter_paths(path: str) -> Iterator[str]:
-    return iter(path.split(SEPARATOR)) if path else iter(())

@@ -25,6 +25,7 @@ from streaming.storage import is_uri, join
 from streaming.triggers import TRIGGER_HELP
 
 from . import report
+from .explore import AUTO_SPARK_DEPTH
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID, EXIT_FAILED = 0, 1, 2, 3
 
@@ -158,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "hw_checkpoint, log_flush, replica_lag_time_max_ms (docs/scenario-format.md)")
     exp_.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
                       help="local: one process; spark: levels as DataFrames, checkpointed per level (resume by rerunning); "
-                           "auto (default): spark for 3+ replicas deeper than 9, else local")
+                           f"auto (default): spark for 3+ replicas deeper than {AUTO_SPARK_DEPTH}, else local")
     exp_.add_argument("--master", help="Spark master for --engine spark (default: conf/spark.conf, local[*])")
     exp_.add_argument("--max-states", type=_positive, metavar="N", help="stop (incomplete) once this many distinct states are found")
     exp_.add_argument("--max-seconds", type=_positive, metavar="S", help="stop (incomplete) after this long; "
@@ -709,8 +710,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_CHECK_FAILED if failures else EXIT_OK
 
 
-def _config_assignments(texts: list[str]):
-    """``--config KEY=VALUE`` -> a validated ``Config`` (values read as YAML scalars)."""
+def _config_assignments(texts: list[str], replicas: int):
+    """``--config KEY=VALUE`` -> a validated ``Config`` for ``replicas`` (values read as YAML scalars)."""
     import yaml
 
     from emulator.config import ConfigError, parse_config
@@ -724,32 +725,27 @@ def _config_assignments(texts: list[str]):
             data[key] = yaml.safe_load(value)
         except yaml.YAMLError:
             raise ConfigError(f"--config {key}: {value[:80]!r} is not a value") from None
-    return parse_config(data)
+    return parse_config(data, replicas)
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from emulator.config import ConfigError
-    from emulator.explore import Bounds, ExploreError
+    from emulator.explore import Bounds
     from emulator.invariants import INVARIANT_NAMES
 
     from .explore import Request, choose_engine, explore, parse_alphabet
 
     try:
-        config = _config_assignments(args.config)
-        if config.min_insync_replicas > args.replicas:
-            raise ConfigError(f"min_insync_replicas {config.min_insync_replicas} exceeds the {args.replicas} replicas")
+        config = _config_assignments(args.config, args.replicas)
         alphabet = parse_alphabet(args.steps)
         until = frozenset(t.strip() for t in (args.until or "").split(",") if t.strip())
         unknown = sorted(until - set(INVARIANT_NAMES))
         if unknown:
             raise ValueError(f"--until: unknown invariant {unknown[0][:40]!r} (known: {', '.join(INVARIANT_NAMES)})")
         bounds = Bounds(args.depth, args.records, args.epochs, args.crashes, args.power_crashes)
-    except (ConfigError, ExploreError) as exc:
-        return _fail(f"replemu: error: {exc}")
-    except ValueError as exc:
+    except ValueError as exc:  # ConfigError, ExploreError, an unknown step kind or invariant
         return _fail(f"replemu: error: {exc}")
     problem = _output_problem(args.out, "--out")
     if problem:

@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from emulator.config import Config
-from emulator.explore import Bounds, Level, Outcome, Space, replay_path, search_local
-from emulator.invariants import REGISTRY
+from emulator.explore import DEFAULT_ALPHABET, INVARIANT_ORDER, Bounds, Level, Outcome, Space, replay_path, search_local
 from emulator.run import effective_variant, run_scenario
 from emulator.scenario import Scenario
-from emulator.steps import StepKind, describe_step
+from emulator.steps import StepKind
 from scenario_io.yaml_files import scenario_document, write_scenario
 
 EXPLORE_FORMAT = 1
-INVARIANT_ORDER = {inv.name: i for i, inv in enumerate(REGISTRY)}
 # Where ``--engine auto`` switches to Spark: three replicas past this depth (two replicas
 # saturate within minutes in one process; three grow past 10^5 states a level).
 AUTO_SPARK_DEPTH = 9
@@ -38,8 +36,6 @@ def choose_engine(engine: str, replicas: int, depth: int) -> str:
 def parse_alphabet(text: str | None) -> tuple[StepKind, ...]:
     """``--steps produce,fetch,...`` -> step kinds (ValueError names the unknown one)."""
     if text is None:
-        from emulator.explore import DEFAULT_ALPHABET
-
         return DEFAULT_ALPHABET
     kinds = []
     for name in (t.strip() for t in text.split(",")):
@@ -93,7 +89,7 @@ class Printer:
 
     def __init__(self, protocol: str, out: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
         self.protocol, self.out, self.clock = protocol, out, clock
-        self.started = self.last_line = clock()
+        self.last_line = clock()
         self.previous: Level | None = None
         self.reported: set[str] = set()
 
@@ -113,7 +109,7 @@ class Printer:
         timing = "resumed: found by an earlier run" if lv.resumed else f"in {lv.seconds:.1f} s ({rate:,.0f}/s){estimate}"
         self.out.write(f"{self.protocol} depth {lv.depth}: {lv.new_states:,} new states ({lv.distinct_states:,} in all), "
                        f"{lv.transitions:,} transitions {timing}\n")
-        for name, (depth, path) in sorted(violations.items(), key=lambda kv: (kv[1][0], INVARIANT_ORDER[kv[0]])):
+        for name, (depth, path) in by_depth(violations):
             if name not in self.reported and depth <= lv.depth:
                 self.reported.add(name)
                 self.out.write(f"  {name} first broken at depth {depth}: {path}\n")
@@ -122,7 +118,12 @@ class Printer:
         self.last_line = self.clock()
 
 
-def scenario_for(space: Space, protocol: str, invariant: str, depth: int, path: str, knobs: dict[str, Any]) -> tuple[Scenario, list[str]]:
+def by_depth(violations: dict[str, tuple[int, str]]) -> list[tuple[str, tuple[int, str]]]:
+    """Violations shallowest first, then in registry order."""
+    return sorted(violations.items(), key=lambda kv: (kv[1][0], INVARIANT_ORDER[kv[0]]))
+
+
+def scenario_for(space: Space, protocol: str, invariant: str, path: str, knobs: dict[str, Any]) -> tuple[Scenario, list[str]]:
     """The violating path as a scenario (knobs carried in its config, so it replays with plain
     ``replemu run --check``) and every invariant its replay breaks."""
     steps = tuple(replay_path(space, path))
@@ -138,8 +139,8 @@ def scenario_for(space: Space, protocol: str, invariant: str, depth: int, path: 
 def write_violations(space: Space, protocol: str, req: Request, outcome: Outcome) -> list[dict[str, Any]]:
     out = []
     b = req.bounds
-    for name, (depth, path) in sorted(outcome.violations.items(), key=lambda kv: (kv[1][0], INVARIANT_ORDER[kv[0]])):
-        scenario, found = scenario_for(space, protocol, name, depth, path, req.knobs)
+    for name, (depth, path) in by_depth(outcome.violations):
+        scenario, found = scenario_for(space, protocol, name, path, req.knobs)
         description = (f"{name} under {protocol}: a shortest path ({depth} steps after the first election), found by "
                        f"replemu explore --replicas {req.replicas} --depth {b.depth} --records {b.records} --epochs {b.epochs} "
                        f"--crashes {b.crashes} --power-crashes {b.power_crashes}. Search path: {path}")
@@ -147,8 +148,7 @@ def write_violations(space: Space, protocol: str, req: Request, outcome: Outcome
         target = req.out / protocol / f"{name}.yaml"
         write_scenario(doc, target)
         out.append({"invariant": name, "depth": depth, "steps": len(scenario.steps), "path": path,
-                    "scenario_file": str(target),
-                    "trace": [describe_step(s) for s in scenario.steps]})
+                    "scenario_file": str(target)})
     return out
 
 
@@ -169,7 +169,7 @@ def result_object(protocol: str, req: Request, outcome: Outcome, seconds: float,
         "knobs": dict(sorted(req.knobs.items())),
         "steps": [k.value for k in req.alphabet],
         "stopped": outcome.stopped,
-        "violations": [{k: v[k] for k in ("invariant", "depth", "steps", "path", "scenario_file")} for v in violations],
+        "violations": violations,
     }
 
 

@@ -33,6 +33,8 @@ from typing import Any, Callable, Iterator
 
 from emulator.explore import Level, Outcome, Space, digest, encode, expand, note_violations, pack, reached, root
 
+from .storage import LocalStore
+
 IDENTITY = "identity.json"
 PROGRESS = "progress.json"
 LEVEL_SCHEMA = "key binary, path string, state binary"
@@ -88,9 +90,8 @@ def _expander(space: Space) -> Callable[[Iterator], Iterator]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    """Write aside, then rename into place (``LocalStore.write_bytes``)."""
+    LocalStore(path.parent).write_bytes(path.name, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def open_work_dir(work: Path, identity: dict[str, Any]) -> dict[str, Any]:
