@@ -267,12 +267,12 @@ class _Program:
         c = self.p.controller
         live_isr = [r for r in alive if r in c.isr]
         old = self.leader()
-        if kind == "controller_choice" or (kind == "fast" and self.hear_all):
-            self.apply(Elect())
-        elif kind == "preferred" and live_isr:
+        if kind == "preferred" and live_isr:
             self.apply(Elect(leader=self.pick(live_isr)))
         elif kind == "unclean" and not self.clean and [r for r in alive if r not in c.isr]:
             self.apply(Elect(leader=self.pick([r for r in alive if r not in c.isr]), unclean=True))
+        elif kind == "controller_choice" or self.hear_all:  # hear_all: never a fast election, also as a fallback
+            self.apply(Elect())
         else:
             self.fast_election(alive, live_isr, old)
             return
