@@ -23,13 +23,14 @@ committed or acked record the leader no longer holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Callable
 
 from .effects import (
-    Acked, Appended, CacheChanged, Effect, EpochReused, LeaderHw, LeadershipEnded, PowerLoss, Truncated,
-    UncleanElection,
+    Acked, Appended, CacheChanged, Effect, EpochReused, IsrWritten, LeaderHw, LeadershipEnded, PowerLoss,
+    RoleChanged, Truncated, UncleanElection,
 )
-from .invariants import REGISTRY, Tier
+from .invariants import EFFECT_CHANGE_MASKS, INPUT_BITS, REGISTRY, STEP_CHANGE_MASKS, Input, Invariant, Tier, mask
 from .log import Log
 from .replica import Role
 
@@ -37,6 +38,54 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition, StepOutcome
 
 Record = tuple[int, str]  # (epoch, value)
+
+
+class Judging(str, Enum):
+    """How the per-step invariants are judged (the same findings in every mode)."""
+
+    INCREMENTAL = "incremental"  # only those whose declared inputs the step changed
+    FULL = "full"  # every invariant after every step
+    VERIFY = "verify"  # incremental, then full, and the inputs compared before and after: any disagreement raises
+
+
+class UndeclaredChange(AssertionError):
+    """A step changed an invariant's input its declaration (``invariants.STEP_CHANGES``) misses, or
+    full judging found a violation incremental judging skipped: the declarations are wrong."""
+
+
+def _logs(p: "Partition") -> Any:
+    return tuple((r.log.start, r.log.end, tuple(r.log.retained())) for r in p.replicas.values())
+
+
+def _hws(p: "Partition") -> Any:
+    return tuple((r.hw, None if r.leadership is None else r.leadership.highest_hw) for r in p.replicas.values())
+
+
+def _roles(p: "Partition") -> Any:
+    return tuple(
+        (r.alive, r.role, r.believed_leader, r.leader_epoch, r.partition_epoch, r.fetch_state, r.processed_leader_and_isr,
+         None if r.leadership is None else r.leadership.isr)
+        for r in p.replicas.values()
+    )
+
+
+# The value of each input, for ``Judging.VERIFY`` (FINDINGS is the checker's own: not compared).
+INPUTS: dict[Input, Callable[["Partition"], Any]] = {
+    Input.LOGS: _logs,
+    Input.HWS: _hws,
+    Input.RESPONSES: lambda p: tuple(r.last_response_hw for r in p.replicas.values()),
+    Input.CACHES: lambda p: tuple(tuple(r.cache.entries) for r in p.replicas.values()),
+    Input.ROLES: _roles,
+    Input.CONTROLLER: lambda p: (p.controller.leader, p.controller.leader_epoch, p.controller.isr),
+}
+assert set(INPUTS) | {Input.FINDINGS} == set(Input)
+
+FINDINGS_BIT = INPUT_BITS[Input.FINDINGS]
+STEP_TIER: tuple[tuple[int, Invariant], ...] = tuple((mask(i.reads), i) for i in REGISTRY if i.tier is Tier.STEP)
+
+
+def input_values(p: "Partition") -> dict[Input, Any]:
+    return {inp: read(p) for inp, read in INPUTS.items()}
 
 
 @dataclass(slots=True)
@@ -51,7 +100,12 @@ class AckInfo:
 class Checker:
     """The checker's ghost state and findings for one partition (see the module docstring)."""
 
-    def __init__(self, assignment: tuple[int, ...]) -> None:
+    __slots__ = ("judging", "committed", "committed_twice", "committed_twice_set", "acked", "unclean_election",
+                 "faultless", "pair_mismatch", "committed_mismatch_of", "presumer_covered", "losses", "reported_losses",
+                 "loss_cursor", "findings", "dirty_caches", "unjudged_caches", "violations", "violated")
+
+    def __init__(self, assignment: tuple[int, ...], judging: Judging = Judging.INCREMENTAL) -> None:
+        self.judging = judging
         self.committed = Log()
         self.committed_twice: list[tuple[int, Record]] = []
         self.committed_twice_set: set[tuple[int, Record]] = set()
@@ -73,18 +127,54 @@ class Checker:
         # Replicas whose epoch cache must be re-checked against their log, and from which
         # offset: 0 after a cache change, the append's base offset after a plain append.
         self.dirty_caches: dict[int, int] = {}
+        # Replicas started from files whose cache no step has judged yet (their first append does).
+        self.unjudged_caches: set[int] = set()
         self.violations: list[dict] = []
         self.violated: set[str] = set()
 
     # -- observing a step -------------------------------------------------------------------
 
-    def observe(self, p: "Partition", outcome: "StepOutcome") -> list[dict]:
+    def observe(self, p: "Partition", outcome: "StepOutcome", before: dict[Input, Any] | None = None) -> list[dict]:
         """Fold one step's effects into the ghost state, look for losses, judge the per-step
-        invariants; returns the violations first found at this step."""
+        invariants whose inputs the step changed; returns the violations first found at this step."""
         self.findings, self.dirty_caches = {}, {}
-        self.observe_effects(p, outcome.effects)
+        changed = STEP_CHANGE_MASKS[outcome.kind] | self.observe_effects(p, outcome.effects)
         self.scan_losses(p, outcome.step)
-        return self.judge(p, Tier.STEP, outcome.step)
+        if self.findings:
+            changed |= FINDINGS_BIT
+        if self.judging is Judging.INCREMENTAL:
+            return self.judge_changed(p, changed, outcome.step)
+        if self.judging is Judging.FULL:
+            return self.judge(p, Tier.STEP, outcome.step)
+        return self._verify(p, changed, outcome, before)
+
+    def judge_changed(self, p: "Partition", changed: int, step: int) -> list[dict]:
+        """Judge the per-step invariants that read an input in ``changed`` (a mask of ``Input`` bits)."""
+        fired: list[dict] = []
+        violated = self.violated
+        for reads, inv in STEP_TIER:
+            if reads & changed and inv.name not in violated:
+                detail = inv.check(p, self)
+                if detail is not None:
+                    violated.add(inv.name)
+                    v = {"invariant": inv.name, "step": step, "detail": detail}
+                    self.violations.append(v)
+                    fired.append(v)
+        return fired
+
+    def _verify(self, p: "Partition", changed: int, outcome: "StepOutcome", before: dict[Input, Any] | None) -> list[dict]:
+        """``Judging.VERIFY``: the inputs the step changed (``before`` it: ``input_values``) are
+        declared, and full judging agrees."""
+        if before is not None:
+            after = input_values(p)
+            undeclared = [inp.value for inp, value in after.items() if value != before[inp] and not changed & INPUT_BITS[inp]]
+            if undeclared:
+                raise UndeclaredChange(f"step {outcome.step} ({outcome.kind.value}) changed {undeclared}, which it does not declare")
+        fired = self.judge_changed(p, changed, outcome.step)
+        missed = [inv.name for _reads, inv in STEP_TIER if inv.name not in self.violated and inv.check(p, self) is not None]
+        if missed:
+            raise UndeclaredChange(f"step {outcome.step} ({outcome.kind.value}): {missed} broken but not judged (their inputs were not declared changed)")
+        return fired
 
     def finish(self, p: "Partition") -> list[dict]:
         """Judge the final-tier invariants (EventualConvergence) at the end of a run."""
@@ -111,29 +201,48 @@ class Checker:
                 fired.append(v)
         return fired
 
-    def observe_effects(self, p: "Partition", effects: list[Effect]) -> None:
+    def observe_effects(self, p: "Partition", effects: list[Effect]) -> int:
+        """Fold effects into the ghost state; returns the ``Input`` bits they add to their step's changes."""
+        widened = 0
         for e in effects:
-            if isinstance(e, Appended):
+            t = type(e)
+            if t is Appended:
                 self._appended(p, e)
-            elif isinstance(e, Truncated):
-                self._truncated(e)
-            elif isinstance(e, CacheChanged):
-                self.dirty_caches[e.replica] = 0
-            elif isinstance(e, LeaderHw):
+            elif t is LeaderHw:
                 self._leader_hw(p, e)
-            elif isinstance(e, LeadershipEnded):
-                self.presumer_covered.pop(e.replica, None)
-            elif isinstance(e, Acked):
+            elif t is Truncated:
+                self._truncated(e)
+            elif t is CacheChanged:
+                self.dirty_caches[e.replica] = 0
+            elif t is Acked:
                 self._acked(p, e)
-            elif isinstance(e, UncleanElection):
+            elif t is LeadershipEnded:
+                self.presumer_covered.pop(e.replica, None)
+            elif t is UncleanElection:
                 self.unclean_election = True
                 self.faultless = False
-            elif isinstance(e, PowerLoss):
+            elif t is PowerLoss:
                 self._power_loss(p, e)
-            elif isinstance(e, EpochReused):
+            elif t is EpochReused:
                 self.find("UniqueLeaderPerEpoch", e.detail)
+            elif t is IsrWritten or t is RoleChanged:
+                widened |= EFFECT_CHANGE_MASKS[t]
+        return widened
 
     # -- reading ------------------------------------------------------------------------
+
+    def copy(self) -> "Checker":
+        """An independent copy: every container a step mutates is copied, immutable values shared."""
+        h = Checker.__new__(Checker)
+        h.judging, h.unclean_election, h.faultless, h.loss_cursor = self.judging, self.unclean_election, self.faultless, self.loss_cursor
+        h.committed = self.committed.copy()
+        h.committed_twice, h.committed_twice_set = list(self.committed_twice), set(self.committed_twice_set)
+        h.acked = {k: AckInfo(a.step, a.holders, a.lost_by_power) for k, a in self.acked.items()}
+        h.pair_mismatch, h.committed_mismatch_of = dict(self.pair_mismatch), dict(self.committed_mismatch_of)
+        h.presumer_covered, h.losses, h.reported_losses = dict(self.presumer_covered), list(self.losses), set(self.reported_losses)
+        h.findings, h.dirty_caches, h.unjudged_caches = dict(self.findings), dict(self.dirty_caches), set(self.unjudged_caches)
+        h.violations, h.violated = list(self.violations), set(self.violated)
+        return h
 
     def mismatch(self, a: int, b: int) -> int | None:
         """First offset below both LEOs where replicas ``a`` and ``b`` hold different records."""
@@ -153,35 +262,52 @@ class Checker:
     def _appended(self, p: "Partition", e: Appended) -> None:
         rep = p.replicas[e.replica]
         base, end, log = e.base, e.end, rep.log
+        rid = rep.id
         if base != e.previous_leo:
-            self.find("OffsetMonotonicity", f"replica {rep.id} appended at offset {base} but its LEO was {e.previous_leo}")
-        for o in range(max(base, 1), end):
-            if log[o][0] < log[o - 1][0]:
-                self.find("EpochMonotonicity", f"replica {rep.id}: epoch {log[o][0]} at offset {o} follows epoch {log[o - 1][0]}")
+            self.find("OffsetMonotonicity", f"replica {rid} appended at offset {base} but its LEO was {e.previous_leo}")
+        new = log[base:end]
+        previous = log[base - 1][0] if base > 0 else None
+        for o, (epoch, _value) in enumerate(new, start=base):
+            if previous is not None and epoch < previous:
+                self.find("EpochMonotonicity", f"replica {rid}: epoch {epoch} at offset {o} follows epoch {previous}")
                 break
+            previous = epoch
+        pair_mismatch = self.pair_mismatch
         for other in p.replicas.values():
             if other is rep:
                 continue
-            key = (rep.id, other.id) if rep.id < other.id else (other.id, rep.id)
-            common_end = min(end, other.leo)
-            olog = other.log
-            mm = self.pair_mismatch[key]
-            for o in range(base, common_end):
-                if mm is None and log[o] != olog[o]:
+            oid = other.id
+            key = (rid, oid) if rid < oid else (oid, rid)
+            common_end = min(end, other.log.end)
+            if common_end <= base:
+                continue
+            mm = pair_mismatch[key]
+            theirs = other.log[base:common_end]
+            if mm is None and new[:common_end - base] == theirs:
+                continue  # the common case: the same records
+            for o, mine, their in zip(range(base, common_end), new, theirs):
+                if mm is None and mine != their:
                     mm = o
-                if mm is not None and log[o][0] == olog[o][0]:
+                if mm is not None and mine[0] == their[0]:
                     self.find(
                         "LogMatching",
-                        f"replicas {rep.id} and {other.id} both hold epoch {log[o][0]} at offset {o} but differ at offset {mm}",
+                        f"replicas {rid} and {oid} both hold epoch {mine[0]} at offset {o} but differ at offset {mm}",
                     )
-            self.pair_mismatch[key] = mm
-        if self.committed_mismatch_of[rep.id] is None:
+            pair_mismatch[key] = mm
+        if self.committed_mismatch_of[rid] is None:
             committed = self.committed
-            for o in range(base, min(end, len(committed))):
-                if log[o] != committed[o]:
-                    self.committed_mismatch_of[rep.id] = o
-                    break
-        self.dirty_caches[rep.id] = min(self.dirty_caches.get(rep.id, base), base)
+            upto = min(end, committed.end)
+            if upto > base:
+                for o, mine, first in zip(range(base, upto), new, committed[base:upto]):
+                    if mine != first:
+                        self.committed_mismatch_of[rid] = o
+                        break
+        # A plain append can only invalidate cache entries that start at or above its base (an
+        # entry assigned at election, ahead of the log); a cache change marks the whole cache.
+        if rep.cache.latest_start() >= base or rid in self.unjudged_caches:
+            self.unjudged_caches.discard(rid)
+            dirty = self.dirty_caches
+            dirty[rid] = min(dirty.get(rid, base), base)
 
     def _truncated(self, e: Truncated) -> None:
         for key, mm in self.pair_mismatch.items():

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition
 
 
-@dataclass
+@dataclass(slots=True)
 class Controller:
     """Durable partition state: leader, leader epoch, ISR."""
 
@@ -26,6 +26,9 @@ class Controller:
     isr: tuple[int, ...] = ()
     partition_epoch: int = 0  # zkVersion: bumped on every change, NOT the leader epoch
     highest_epoch: int = -1
+
+    def copy(self) -> "Controller":
+        return Controller(self.assignment, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.highest_epoch)
 
     def current_request(self) -> LeaderAndIsrRequest | None:
         if self.leader_epoch < 0:

@@ -89,4 +89,19 @@ class EpochReused:
     detail: str
 
 
-Effect = Appended | Truncated | CacheChanged | LeaderHw | LeadershipEnded | Acked | UncleanElection | PowerLoss | EpochReused
+@dataclass(frozen=True, slots=True)
+class IsrWritten:
+    """``leader`` wrote an ISR change to the controller (expand, shrink or lag)."""
+
+    leader: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoleChanged:
+    """``replica``'s fetcher state changed within a fetch: its truncation phase ended, or it halted."""
+
+    replica: int
+
+
+Effect = (Appended | Truncated | CacheChanged | LeaderHw | LeadershipEnded | Acked | UncleanElection | PowerLoss
+          | EpochReused | IsrWritten | RoleChanged)

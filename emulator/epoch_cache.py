@@ -79,15 +79,13 @@ class LeaderEpochCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def latest_start(self) -> int:
+        """The last entry's start offset, or -1 when the cache is empty."""
+        return self._entries[-1].start_offset if self._entries else -1
+
     def latest_epoch(self) -> int:
         """The last entry's epoch, or ``UNDEFINED_EPOCH`` (-1) when the cache is empty."""
         return self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
-
-    def copy(self) -> "LeaderEpochCache":
-        clone = LeaderEpochCache(self.semantics)
-        clone._entries = list(self._entries)
-        clone._ordered = self._ordered
-        return clone
 
     # -- the single write path ----------------------------------------------------------
 

@@ -36,11 +36,14 @@ import zlib
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable
 
+from .checker import AckInfo
 from .config import Config
+from .epoch_cache import LeaderEpochCache
 from .invariants import REGISTRY
-from .replica import Role
+from .log import Log
+from .replica import FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Role
 from .run import Replay
-from .state import clone, from_document, state_document
+from .state import clone
 from .steps import (
     CheckpointHw, ControllerRemove, Crash, CrashMode, Elect, Fetch, FetchResponse, Flush, LeaderAndIsr, Produce,
     Restart, ShrinkIsr, Step, StepKind, Tick,
@@ -149,58 +152,116 @@ class Counters:
 
 # -- canonical encoding -------------------------------------------------------------------------
 
+# The layout of the canonical tuple (``canonical``); a work directory records it, so a search
+# resumes only from levels written in the same encoding.
+STATE_ENCODING = 2  # 1: the state document as a dict; 2: flat tuples built from the objects
 
-def _canonical_document(replay: Replay, counters: Counters) -> dict[str, Any]:
-    """``state.state_document`` without history: step numbers, leadership generations and what
-    the checker already reported do not change any future step or verdict, and partition epochs
-    (zkVersions) are only ever compared, so they are replaced by their ranks."""
-    doc = state_document(replay)
-    _rank_partition_epochs(doc)
-    doc["step_number"] = 0
-    doc["generation"] = 0
-    doc["violated"] = []
-    for r in doc["replicas"]:
-        ls = r["leadership"]
-        if ls is not None:
-            ls["generation"] = 0
-            ls["pending_acks"] = [[0, first, last] for _step, first, last in ls["pending_acks"]]
-    g = doc["oracle"]
-    g["acked"] = sorted([off, e, v, 0, holders, lost] for off, e, v, _step, holders, lost in g["acked"])
-    g["committed_twice"] = sorted(g["committed_twice"])
-    g["reported_losses"] = []
-    g["loss_cursor"] = None
-    doc["counters"] = [counters.records, counters.crashes, counters.power_crashes]
-    return doc
+ROLE_CODES: tuple[Role, ...] = tuple(Role)
+FETCH_STATE_CODES: tuple[FetchState | None, ...] = (None,) + tuple(FetchState)
 
 
-def _rank_partition_epochs(doc: dict[str, Any]) -> None:
-    """Replace every partition epoch by its rank among those present (-1, "none", stays -1).
+def canonical(replay: Replay, counters: Counters) -> tuple:
+    """The state as nested tuples, without history: what ``state.state_document`` holds but for
+    step numbers, leadership generations, produce steps of pending and acknowledged writes and
+    what the checker already reported (none of which changes a future step or verdict), with
+    partition epochs (zkVersions) replaced by their ranks (``_partition_epoch_ranks``), and dict
+    items sorted.  Equal states give equal tuples in any process."""
+    p, g = replay.partition, replay.checker
+    c = p.controller
+    reps = [p.replicas[r] for r in p.assignment]
+    rank = _partition_epoch_ranks(c.partition_epoch, reps)
+    replicas = []
+    for r in reps:
+        ls = r.leadership
+        leadership = None if ls is None else (
+            ls.isr, rank[ls.partition_epoch], ls.epoch_start_offset, tuple(sorted(ls.remote_leo.items())),
+            tuple(sorted(ls.last_caught_up_ms.items())), tuple(sorted(ls.last_fetch_leader_leo.items())),
+            tuple(sorted(ls.last_fetch_ms.items())), tuple((a.first_offset, a.last_offset) for a in ls.pending_acks),
+            ls.highest_hw,
+        )
+        log = r.log
+        replicas.append((
+            r.id, tuple(log.retained()), log.start, log.before, r.hw, r.hw_checkpoint, r.recovery_point,
+            tuple((e.epoch, e.start_offset) for e in r.cache.entries), r.alive, r.halted, ROLE_CODES.index(r.role),
+            r.believed_leader, r.leader_epoch, rank[r.partition_epoch], r.fresh_after_restart,
+            r.processed_leader_and_isr, FETCH_STATE_CODES.index(r.fetch_state),
+            tuple((q.leader, q.leader_epoch, q.isr, rank[q.partition_epoch]) for q in r.pending_requests),
+            r.last_response_hw, leadership,
+        ))
+    committed = g.committed
+    checker = (
+        tuple(committed.retained()), committed.start, committed.before, tuple(sorted(g.committed_twice)),
+        tuple(sorted((off, record, tuple(sorted(a.holders)), a.lost_by_power) for (off, record), a in g.acked.items())),
+        g.unclean_election, g.faultless, tuple(sorted(g.pair_mismatch.items())),
+        tuple(sorted(g.committed_mismatch_of.items())), tuple(sorted(g.presumer_covered.items())),
+    )
+    return (
+        p.now_ms, p.compacted_offset, p.prefix_digest,
+        (c.leader, c.leader_epoch, c.isr, rank[c.partition_epoch], c.highest_epoch),
+        tuple(replicas), checker, (counters.records, counters.crashes, counters.power_crashes),
+    )
+
+
+def _partition_epoch_ranks(controller_epoch: int, replicas) -> dict[int, int]:
+    """Every partition epoch present mapped to its rank among them (-1, "none", stays -1).
 
     Sound because the rules only compare partition epochs (CAS equality, ``>``, ``max``) and the
     controller's, the largest, is the only one ever incremented: the rank map commutes with
     every step.  Two paths that bumped the zkVersion a different number of times then meet.
     """
-    c, replicas = doc["controller"], doc["replicas"]
-    present = {c["partition_epoch"]}
+    present = {controller_epoch}
     for r in replicas:
-        present.add(r["partition_epoch"])
-        present.update(q[3] for q in r["pending_requests"])
-        if r["leadership"] is not None:
-            present.add(r["leadership"]["partition_epoch"])
-    rank = {v: i for i, v in enumerate(sorted(v for v in present if v >= 0))}
+        present.add(r.partition_epoch)
+        for q in r.pending_requests:
+            present.add(q.partition_epoch)
+        if r.leadership is not None:
+            present.add(r.leadership.partition_epoch)
+    present.discard(-1)
+    rank = {v: i for i, v in enumerate(sorted(present))}
     rank[-1] = -1
-    c["partition_epoch"] = rank[c["partition_epoch"]]
-    for r in replicas:
-        r["partition_epoch"] = rank[r["partition_epoch"]]
-        for q in r["pending_requests"]:
-            q[3] = rank[q[3]]
-        if r["leadership"] is not None:
-            r["leadership"]["partition_epoch"] = rank[r["leadership"]["partition_epoch"]]
+    return rank
+
+
+def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
+    """The replay and counters of a canonical tuple (history zeroed: step 0, generation 0)."""
+    now_ms, compacted_offset, prefix_digest, ctl, replicas, checker, counters = t
+    replay = Replay(template.partition.assignment, template.partition.config, template.partition.variant,
+                    template.checker.judging)
+    p, g = replay.partition, replay.checker
+    p.now_ms, p.compacted_offset, p.prefix_digest = now_ms, compacted_offset, prefix_digest
+    c = p.controller
+    c.leader, c.leader_epoch, c.isr, c.partition_epoch, c.highest_epoch = ctl
+    semantics = p.variant.cache_semantics
+    for (rid, log, log_start, log_before, hw, hw_checkpoint, recovery_point, cache, alive, halted, role, believed_leader,
+         leader_epoch, partition_epoch, fresh, processed, fetch_state, pending, last_response_hw, ls) in replicas:
+        r = p.replicas[rid]
+        r.log = Log(log, log_start, log_before)
+        r.hw, r.hw_checkpoint, r.recovery_point = hw, hw_checkpoint, recovery_point
+        r.cache = LeaderEpochCache(semantics, cache)
+        r.alive, r.halted, r.role = alive, halted, ROLE_CODES[role]
+        r.believed_leader, r.leader_epoch, r.partition_epoch = believed_leader, leader_epoch, partition_epoch
+        r.fresh_after_restart, r.processed_leader_and_isr = fresh, processed
+        r.fetch_state = FETCH_STATE_CODES[fetch_state]
+        r.pending_requests = [LeaderAndIsrRequest(*q) for q in pending]
+        r.last_response_hw = last_response_hw
+        if ls is not None:
+            isr, pe, start, remote_leo, caught_up, fetch_leo, fetch_ms, acks, highest_hw = ls
+            r.leadership = LeaderState(0, isr, pe, start, dict(remote_leo), dict(caught_up), dict(fetch_leo),
+                                       dict(fetch_ms), [PendingAck(0, a, b) for a, b in acks], highest_hw)
+    (committed, committed_start, committed_before, twice, acked, unclean, faultless, pair_mismatch, committed_mismatch,
+     covered) = checker
+    g.committed = Log(committed, committed_start, committed_before)
+    g.committed_twice = list(twice)
+    g.committed_twice_set = set(twice)
+    g.acked = {(off, record): AckInfo(0, frozenset(holders), lost) for off, record, holders, lost in acked}
+    g.unclean_election, g.faultless = unclean, faultless
+    g.pair_mismatch, g.committed_mismatch_of, g.presumer_covered = dict(pair_mismatch), dict(committed_mismatch), dict(covered)
+    return replay, Counters(*counters)
 
 
 def encode(replay: Replay, counters: Counters) -> bytes:
     """The canonical bytes of a state (equal states, equal bytes, in any process)."""
-    return marshal.dumps(_canonical_document(replay, counters), MARSHAL_VERSION)
+    return marshal.dumps(canonical(replay, counters), MARSHAL_VERSION)
 
 
 def digest(state: bytes) -> bytes:
@@ -215,9 +276,7 @@ def pack(state: bytes) -> bytes:
 
 def decode(template: Replay, packed: bytes) -> tuple[Replay, Counters]:
     """The replay and counters of a packed state."""
-    doc = marshal.loads(zlib.decompress(packed))
-    counters = Counters(*doc.pop("counters"))
-    return from_document(doc, like=template), counters
+    return restore(template, marshal.loads(zlib.decompress(packed)))
 
 
 # -- the step alphabet ----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .effects import RoleChanged
 from .epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from .leader import maybe_expand_isr, maybe_increment_high_watermark, stop_leading, update_follower_fetch_state
 from .log import append, truncate_to
@@ -86,6 +87,7 @@ def maybe_truncate(p: "Partition", rep: Replica) -> bool:
     else:
         truncate_by_epoch_exchange(p, rep, leader)
     rep.fetch_state = FetchState.FETCHING
+    p.effect(RoleChanged(rep.id))
     return True
 
 
@@ -162,6 +164,7 @@ def handle_offset_out_of_range(p: "Partition", f: Replica, leader: Replica) -> N
     if p.variant.halt_on_out_of_range and not p.config.unclean_leader_election:
         lose_memory(p, f)
         f.alive, f.halted = False, True
+        p.effect(RoleChanged(f.id))
         p.error("FollowerHalted")
         p.event("FollowerHalted", replica=f.id)
         return

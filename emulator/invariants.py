@@ -10,16 +10,27 @@ Event-driven invariants (LogMatching, OffsetMonotonicity, AckedImpliesMinIsr, th
 invariants) are detected by the checker where the step changed something, and only reported
 here, so no check walks a whole log.
 
-Adding an invariant: one function below and one ``Invariant`` row in ``REGISTRY``.
+**What a verdict depends on.**  Each invariant declares the ``Input``s it reads; each step kind
+declares the inputs it can change (``STEP_CHANGES``), and the rare effects that widen that for
+one step (``EFFECT_CHANGES``: a fetch that wrote the ISR or ended a truncation phase).  After a
+step the checker judges only the invariants whose inputs the step changed (``Judging.INCREMENTAL``);
+``Judging.FULL`` judges every invariant after every step, and ``Judging.VERIFY`` does both and
+also compares each input's value before and after the step (``INPUTS``), so a step that changes
+an input its declaration misses fails loudly instead of hiding a violation.
+
+Adding an invariant: one function below and one ``Invariant`` row in ``REGISTRY`` with the
+inputs it reads.  Adding a step kind: its row in ``STEP_CHANGES``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+from .effects import IsrWritten, RoleChanged
 from .replica import FetchState, Role
+from .steps import StepKind
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .checker import Checker
@@ -31,6 +42,33 @@ class Tier(str, Enum):
     FINAL = "final"  # judged at the end of a run
 
 
+class Input(str, Enum):
+    """What a verdict can depend on, and what a step can change (one bit each in a mask)."""
+
+    LOGS = "logs"  # any replica's records: LEOs, pair and committed mismatches, epochs along a log
+    HWS = "hws"  # any replica's HW, a leader's highest HW
+    RESPONSES = "responses"  # a follower's HW of the last fetch response
+    CACHES = "caches"  # the epoch caches
+    ROLES = "roles"  # alive, role, believed leader, leader and partition epochs, fetch state, LeaderAndIsr processed, a leader's own ISR
+    CONTROLLER = "controller"  # the controller's leader, leader epoch and ISR
+    FINDINGS = "findings"  # what the checker detected in this step's effects (losses, log matching, acks ...)
+
+    @property
+    def bit(self) -> int:
+        return INPUT_BITS[self]
+
+
+INPUT_BITS: dict[Input, int] = {inp: 1 << i for i, inp in enumerate(Input)}
+ALL_INPUTS: frozenset[Input] = frozenset(Input)
+
+
+def mask(inputs: frozenset[Input]) -> int:
+    m = 0
+    for inp in inputs:
+        m |= INPUT_BITS[inp]
+    return m
+
+
 @dataclass(frozen=True, slots=True)
 class Invariant:
     name: str
@@ -38,10 +76,7 @@ class Invariant:
     statement: str
     tier: Tier
     check: Callable[["Partition", "Checker"], str | None]
-
-
-def _presumers(p: "Partition"):
-    return [r for r in p.replicas.values() if r.presumes_leadership]
+    reads: frozenset[Input]  # what the verdict depends on
 
 
 def no_committed_data_loss(p: "Partition", g: "Checker") -> str | None:
@@ -60,21 +95,27 @@ def min_isr_durability(p: "Partition", g: "Checker") -> str | None:
 
 
 def _isr_agreement(p: "Partition", g: "Checker", local: bool) -> str | None:
-    for leader in _presumers(p):
+    reps = p.replicas
+    pair_mismatch = g.pair_mismatch
+    for leader in reps.values():
+        if not leader.alive or leader.role is not Role.LEADER:
+            continue
         hw = leader.hw
         if hw <= 0:
             continue
+        lid = leader.id
         members = leader.leadership.isr if local else p.controller.isr
         for member in members:
-            if member == leader.id:
+            if member == lid:
                 continue
-            other = p.replicas[member]
-            mm = g.mismatch(leader.id, member)
-            first_bad = min(x for x in (mm, other.leo) if x is not None)
+            first_bad = reps[member].log.end
+            mm = pair_mismatch[(lid, member) if lid < member else (member, lid)]
+            if mm is not None and mm < first_bad:
+                first_bad = mm
             if first_bad < hw:
                 which = "its ISR" if local else "the controller's ISR"
                 return (
-                    f"leader {leader.id} (epoch {leader.leader_epoch}, HW {hw}) and {which} member {member} "
+                    f"leader {lid} (epoch {leader.leader_epoch}, HW {hw}) and {which} member {member} "
                     f"disagree at offset {first_bad}"
                 )
     return None
@@ -92,13 +133,16 @@ def weak_isr(p: "Partition", g: "Checker") -> str | None:
 
 def committed_prefix_agreement(p: "Partition", g: "Checker") -> str | None:
     """C.4 Settled live replicas agree below the smaller of their HWs, even mid-protocol."""
+    pair_mismatch = g.pair_mismatch
+    if all(mm is None for mm in pair_mismatch.values()):
+        return None
     settled = [
         r for r in p.replicas.values()
         if r.alive and r.processed_leader_and_isr and r.fetch_state is not FetchState.TRUNCATING
     ]
     for i, a in enumerate(settled):
         for b in settled[i + 1:]:
-            mm = g.mismatch(a.id, b.id)
+            mm = pair_mismatch[(a.id, b.id) if a.id < b.id else (b.id, a.id)]
             if mm is not None and mm < min(a.hw, b.hw):
                 return f"replicas {a.id} (HW {a.hw}) and {b.id} (HW {b.hw}) differ at offset {mm}"
     return None
@@ -160,7 +204,7 @@ def high_watermark_sanity(p: "Partition", g: "Checker") -> str | None:
     for r in p.replicas.values():
         if not r.alive:
             continue
-        if r.hw > r.leo:
+        if r.hw > r.log.end:
             return f"replica {r.id} has HW {r.hw} above its LEO {r.leo}"
         if r.role is Role.LEADER and r.hw < r.leadership.highest_hw:
             return f"leader {r.id} lowered its HW from {r.leadership.highest_hw} to {r.hw}"
@@ -188,7 +232,9 @@ def unique_leader_per_epoch(p: "Partition", g: "Checker") -> str | None:
     if found:
         return found
     seen: dict[int, int] = {}
-    for r in _presumers(p):
+    for r in p.replicas.values():
+        if not r.presumes_leadership:
+            continue
         if r.leader_epoch in seen:
             return f"replicas {seen[r.leader_epoch]} and {r.id} both lead in epoch {r.leader_epoch}"
         seen[r.leader_epoch] = r.id
@@ -200,22 +246,54 @@ def acked_implies_min_isr(p: "Partition", g: "Checker") -> str | None:
     return g.findings.get("AckedImpliesMinIsr")
 
 
+L, H, R, C, O, K, F = Input.LOGS, Input.HWS, Input.RESPONSES, Input.CACHES, Input.ROLES, Input.CONTROLLER, Input.FINDINGS
+
 REGISTRY: tuple[Invariant, ...] = (
-    Invariant("NoCommittedDataLoss", "C.1", "a committed record is never missing from the leader's log while Faultless", Tier.STEP, no_committed_data_loss),
-    Invariant("NoAckedDataLoss", "C.1a", "an acked record is never missing from the leader's log while Faultless", Tier.STEP, no_acked_data_loss),
-    Invariant("MinIsrDurability", "C.1b", "an acked record survives unless min.insync.replicas of its holders lost it", Tier.STEP, min_isr_durability),
-    Invariant("StrongIsr", "C.2", "every controller-ISR member matches each presumed leader below its HW", Tier.STEP, strong_isr),
-    Invariant("WeakIsr", "C.3", "every member of a leader's own ISR matches it below its HW", Tier.STEP, weak_isr),
-    Invariant("CommittedPrefixAgreement", "C.4", "settled live replicas agree below min(HW_a, HW_b)", Tier.STEP, committed_prefix_agreement),
-    Invariant("EventualConvergence", "C.5", "settled followers of the leader hold its log at the end", Tier.FINAL, eventual_convergence),
-    Invariant("LogMatching", "C.6", "same epoch at an offset implies identical prefixes", Tier.STEP, log_matching),
-    Invariant("EpochMonotonicity", "C.7", "epochs non-decreasing along logs; caches strictly increasing and true to the log", Tier.STEP, epoch_monotonicity),
-    Invariant("HighWatermarkSanity", "C.8", "HW <= LEO, a leader's HW never decreases, a follower's HW <= the last HW sent", Tier.STEP, high_watermark_sanity),
-    Invariant("OffsetMonotonicity", "C.9", "offsets strictly increasing and contiguous", Tier.STEP, offset_monotonicity),
-    Invariant("LeaderInIsr", "C.10", "leader != none implies leader in ISR", Tier.STEP, leader_in_isr),
-    Invariant("UniqueLeaderPerEpoch", "C.11", "no epoch reused; one presumed leader per epoch", Tier.STEP, unique_leader_per_epoch),
-    Invariant("AckedImpliesMinIsr", "C.12", "acks only with ISR >= min.isr and every ISR member holding the record", Tier.STEP, acked_implies_min_isr),
+    Invariant("NoCommittedDataLoss", "C.1", "a committed record is never missing from the leader's log while Faultless", Tier.STEP, no_committed_data_loss, frozenset({F})),
+    Invariant("NoAckedDataLoss", "C.1a", "an acked record is never missing from the leader's log while Faultless", Tier.STEP, no_acked_data_loss, frozenset({F})),
+    Invariant("MinIsrDurability", "C.1b", "an acked record survives unless min.insync.replicas of its holders lost it", Tier.STEP, min_isr_durability, frozenset({F})),
+    Invariant("StrongIsr", "C.2", "every controller-ISR member matches each presumed leader below its HW", Tier.STEP, strong_isr, frozenset({L, H, O, K})),
+    Invariant("WeakIsr", "C.3", "every member of a leader's own ISR matches it below its HW", Tier.STEP, weak_isr, frozenset({L, H, O})),
+    Invariant("CommittedPrefixAgreement", "C.4", "settled live replicas agree below min(HW_a, HW_b)", Tier.STEP, committed_prefix_agreement, frozenset({L, H, O})),
+    Invariant("EventualConvergence", "C.5", "settled followers of the leader hold its log at the end", Tier.FINAL, eventual_convergence, frozenset({L, O, K})),
+    Invariant("LogMatching", "C.6", "same epoch at an offset implies identical prefixes", Tier.STEP, log_matching, frozenset({F})),
+    Invariant("EpochMonotonicity", "C.7", "epochs non-decreasing along logs; caches strictly increasing and true to the log", Tier.STEP, epoch_monotonicity, frozenset({L, C, F})),
+    Invariant("HighWatermarkSanity", "C.8", "HW <= LEO, a leader's HW never decreases, a follower's HW <= the last HW sent", Tier.STEP, high_watermark_sanity, frozenset({L, H, R, O})),
+    Invariant("OffsetMonotonicity", "C.9", "offsets strictly increasing and contiguous", Tier.STEP, offset_monotonicity, frozenset({F})),
+    Invariant("LeaderInIsr", "C.10", "leader != none implies leader in ISR", Tier.STEP, leader_in_isr, frozenset({K})),
+    Invariant("UniqueLeaderPerEpoch", "C.11", "no epoch reused; one presumed leader per epoch", Tier.STEP, unique_leader_per_epoch, frozenset({O, F})),
+    Invariant("AckedImpliesMinIsr", "C.12", "acks only with ISR >= min.isr and every ISR member holding the record", Tier.STEP, acked_implies_min_isr, frozenset({F})),
 )
+
+# What each step kind can change (its handler, the end-of-step checkpoint and flush included).
+# A produce writes the leader's log and may raise its HW; a fetch writes the follower's log, HW
+# and last response HW and may raise the leader's HW; the control plane (roles, ISRs, the
+# controller) is changed by the other kinds, and by a fetch only as its effects say.  HW
+# checkpoints and recovery points are no invariant's input.
+STEP_CHANGES: dict[StepKind, frozenset[Input]] = {
+    StepKind.ELECT: ALL_INPUTS,
+    StepKind.CONTROLLER_REMOVE: ALL_INPUTS,
+    StepKind.LEADER_AND_ISR: ALL_INPUTS,
+    StepKind.PRODUCE: frozenset({L, H, C}),
+    StepKind.FETCH: frozenset({L, H, R, C}),
+    StepKind.SHRINK_ISR: frozenset({H, O, K}),
+    StepKind.TICK: frozenset({H, O, K}),
+    StepKind.CHECKPOINT_HW: frozenset(),
+    StepKind.FLUSH: frozenset(),
+    StepKind.CRASH: frozenset({L, R, O, K}),
+    StepKind.RESTART: frozenset({H, C, O}),
+}
+assert set(STEP_CHANGES) == set(StepKind), "every step kind declares what it can change"
+
+# Effects that widen one step's changes beyond its kind's row.
+EFFECT_CHANGES: dict[type, frozenset[Input]] = {
+    IsrWritten: frozenset({O, K}),  # a leader wrote an ISR change (a fetch expanding the ISR)
+    RoleChanged: frozenset({O, L, H, C, R}),  # a fetch ended a truncation phase or halted its follower
+}
+del L, H, R, C, O, K, F
+
+STEP_CHANGE_MASKS: dict[StepKind, int] = {kind: mask(inputs) for kind, inputs in STEP_CHANGES.items()}
+EFFECT_CHANGE_MASKS: dict[type, int] = {kind: mask(inputs) for kind, inputs in EFFECT_CHANGES.items()}
 
 INVARIANT_NAMES: tuple[str, ...] = tuple(i.name for i in REGISTRY)
 INVARIANTS: dict[str, Invariant] = {i.name: i for i in REGISTRY}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .effects import Acked, CacheChanged, LeaderHw, LeadershipEnded
+from .effects import Acked, CacheChanged, IsrWritten, LeaderHw, LeadershipEnded
 from .log import append
 from .replica import NEVER, UNKNOWN_OFFSET, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
 from .steps import Produce, ShrinkIsr, Tick
@@ -101,13 +101,13 @@ def maybe_increment_high_watermark(p: "Partition", leader: Replica) -> bool:
     Returns True if the HW moved.
     """
     ls = leader.leadership
-    if p.variant.strict_min_isr_hw and len(ls.isr) < p.config.min_insync_replicas:
+    isr = ls.isr
+    if p.variant.strict_min_isr_hw and len(isr) < p.config.min_insync_replicas:
         return False
-    candidates = [leader.leo]
+    new_hw = leader.log.end
     for f, remote in ls.remote_leo.items():
-        if f in ls.isr or caught_up(p, ls, f):
-            candidates.append(remote)
-    new_hw = min(candidates)
+        if remote < new_hw and (f in isr or caught_up(p, ls, f)):
+            new_hw = remote
     if new_hw <= leader.hw:
         return False
     leader.hw = new_hw
@@ -140,12 +140,14 @@ def complete_delayed_produces(p: "Partition", leader: Replica) -> None:
 
 def _acked(p: "Partition", leader: Replica, ack: PendingAck, isr: tuple[int, ...]) -> Acked:
     """The facts of an acknowledgement at the moment it is sent."""
-    records = tuple(leader.log[ack.first_offset:ack.last_offset + 1])
+    first, last = ack.first_offset, ack.last_offset
+    records = tuple(leader.log[first:last + 1])
+    replicas = p.replicas.values()
     holders = tuple(
-        frozenset(r.id for r in p.replicas.values() if r.leo > o and r.log[o] == record)
-        for o, record in enumerate(records, start=ack.first_offset)
+        frozenset(r.id for r in replicas if r.log.end > o and r.log[o] == record)
+        for o, record in enumerate(records, start=first)
     )
-    short = tuple(r for r in isr if p.replicas[r].leo <= ack.last_offset)
+    short = tuple(r for r in isr if p.replicas[r].log.end <= last)
     return Acked(leader.id, ack.first_offset, ack.last_offset, ack.step, isr, records, holders, short)
 
 
@@ -157,6 +159,7 @@ def leader_write_isr(p: "Partition", leader: Replica, isr: tuple[int, ...], why:
     c.isr = isr
     c.partition_epoch += 1
     ls.isr, ls.partition_epoch = isr, c.partition_epoch
+    p.effect(IsrWritten(leader.id))
     p.event("IsrChange", by="leader", why=why, isr=list(isr), epoch=c.leader_epoch)
     return True
 

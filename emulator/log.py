@@ -24,26 +24,29 @@ class CompactedOffsetError(IndexError):
 
 
 class Log:
-    __slots__ = ("start", "_records", "_before")
+    __slots__ = ("start", "end", "_records", "_before")
 
     def __init__(self, records: Iterable[Record] = (), start: int = 0, before: Record | None = None) -> None:
         self.start = start
         self._records: list[Record] = list(records)
         self._before = before
+        self.end = start + len(self._records)  # the log end offset, kept by every write
 
     def copy(self) -> "Log":
         """An independent copy (records are immutable tuples, shared)."""
         new = Log.__new__(Log)
-        new.start, new._records, new._before = self.start, list(self._records), self._before
+        new.start, new.end, new._records, new._before = self.start, self.end, list(self._records), self._before
         return new
 
     def __len__(self) -> int:
-        return self.start + len(self._records)
+        return self.end
 
     def __getitem__(self, key):
+        if type(key) is int and key >= self.start:
+            return self._records[key - self.start]
         if isinstance(key, slice):
             lo = 0 if key.start is None else key.start
-            hi = len(self) if key.stop is None else key.stop
+            hi = self.end if key.stop is None else key.stop
             if lo < self.start:
                 raise CompactedOffsetError(f"offsets {lo}..{hi} reach below the compacted prefix (start {self.start})")
             return self._records[lo - self.start:hi - self.start]
@@ -60,6 +63,7 @@ class Log:
         if lo < self.start:
             raise CompactedOffsetError(f"cannot truncate to {lo}: below the compacted prefix (start {self.start})")
         del self._records[lo - self.start:]
+        self.end = self.start + len(self._records)
 
     def __eq__(self, other) -> bool:
         if isinstance(other, Log):
@@ -68,9 +72,11 @@ class Log:
 
     def append(self, record: Record) -> None:
         self._records.append(record)
+        self.end += 1
 
     def extend(self, records: Iterable[Record]) -> None:
         self._records.extend(records)
+        self.end = self.start + len(self._records)
 
     def items(self) -> Iterator[tuple[int, Record]]:
         """``(offset, record)`` for every record still held, oldest first."""
@@ -99,15 +105,17 @@ class Log:
 
 def append(p: "Partition", rep: "Replica", base: int, records: list[Record]) -> None:
     """Append at ``base`` (which must be the LEO), assigning each new epoch in the cache."""
-    previous = rep.leo
-    rep.log.extend(records)
+    log = rep.log
+    previous = log.end
+    log.extend(records)
+    cache = rep.cache
     last_epoch = None
     changed = False
     for i, (epoch, _) in enumerate(records):
         if epoch != last_epoch:
-            changed |= rep.cache.assign(epoch, base + i)
+            changed |= cache.assign(epoch, base + i)
             last_epoch = epoch
-    p.effect(Appended(rep.id, base, previous, rep.leo))
+    p.effect(Appended(rep.id, base, previous, log.end))
     if changed:
         p.effect(CacheChanged(rep.id))
 

@@ -55,16 +55,20 @@ def prefix_digest(previous: str, records: list[tuple[int, str]]) -> str:
     return "sha256:" + h.hexdigest()
 
 
-@dataclass
+@dataclass(slots=True)
 class StepOutcome:
     step: int
     errors: list[dict]
     events: list[dict]
     effects: list[Effect]
+    kind: StepKind
 
 
 class Partition:
     """The controller and replicas of one partition, stepped by scenario steps."""
+
+    __slots__ = ("assignment", "config", "variant", "controller", "replicas", "now_ms", "step_number", "generation",
+                 "errors", "_events", "_effects", "compacted_offset", "prefix_digest")
 
     def __init__(self, assignment: tuple[int, ...], config: Config, variant: ProtocolVariant) -> None:
         self.assignment = tuple(assignment)
@@ -90,7 +94,18 @@ class Partition:
         self._events, self._effects = [], []
         HANDLERS[step.kind](self, step)
         recovery.end_of_step(self)
-        return StepOutcome(self.step_number, self.errors[first_error:], self._events, self._effects)
+        return StepOutcome(self.step_number, self.errors[first_error:], self._events, self._effects, step.kind)
+
+    def copy(self) -> "Partition":
+        """An independent copy of the partition (assignment, config and variant shared)."""
+        q = Partition.__new__(Partition)
+        q.assignment, q.config, q.variant = self.assignment, self.config, self.variant
+        q.controller = self.controller.copy()
+        q.replicas = {rid: r.copy() for rid, r in self.replicas.items()}
+        q.now_ms, q.step_number, q.generation = self.now_ms, self.step_number, self.generation
+        q.errors, q._events, q._effects = list(self.errors), list(self._events), list(self._effects)
+        q.compacted_offset, q.prefix_digest = self.compacted_offset, self.prefix_digest
+        return q
 
     def take_effects(self) -> list[Effect]:
         """Effects reported outside a step (seeding replicas from files), handed over once."""

@@ -17,13 +17,17 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
 
 def end_of_step(p: "Partition") -> None:
     """§E.4: with every_step, every live replica checkpoints its HW and flushes its log."""
+    config = p.config
+    checkpoint, flush = config.hw_checkpoint == "every_step", config.log_flush == "every_step"
+    if not (checkpoint or flush):
+        return
     for r in p.replicas.values():
         if not r.alive:
             continue
-        if p.config.hw_checkpoint == "every_step":
+        if checkpoint:
             r.hw_checkpoint = r.hw
-        if p.config.log_flush == "every_step":
-            r.recovery_point = r.leo
+        if flush:
+            r.recovery_point = r.log.end
 
 
 def checkpoint_hw(p: "Partition", step: CheckpointHw) -> None:

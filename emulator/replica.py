@@ -44,7 +44,7 @@ class PendingAck:
     last_offset: int
 
 
-@dataclass
+@dataclass(slots=True)
 class LeaderState:
     """In-memory state a replica keeps only while it presumes leadership (Kafka keeps it per
     remote ``Replica``: LEO, lastCaughtUpTimeMs, lastFetchLeaderLogEndOffset, lastFetchTimeMs)."""
@@ -60,9 +60,19 @@ class LeaderState:
     pending_acks: list[PendingAck] = field(default_factory=list)
     highest_hw: int = 0
 
+    def copy(self) -> "LeaderState":
+        """An independent copy (the dicts and the list a step mutates are copied)."""
+        return LeaderState(self.generation, self.isr, self.partition_epoch, self.epoch_start_offset, dict(self.remote_leo),
+                           dict(self.last_caught_up_ms), dict(self.last_fetch_leader_leo), dict(self.last_fetch_ms),
+                           list(self.pending_acks), self.highest_hw)
+
 
 class Replica:
     """One broker's copy of the partition: its log, HW, checkpoints and epoch cache."""
+
+    __slots__ = ("id", "log", "hw", "hw_checkpoint", "recovery_point", "cache", "alive", "halted", "role",
+                 "believed_leader", "leader_epoch", "partition_epoch", "fresh_after_restart",
+                 "processed_leader_and_isr", "fetch_state", "pending_requests", "last_response_hw", "leadership")
 
     def __init__(self, broker_id: int, cache_semantics: str) -> None:
         self.id = broker_id
@@ -84,9 +94,22 @@ class Replica:
         self.last_response_hw: int | None = None
         self.leadership: LeaderState | None = None
 
+    def copy(self) -> "Replica":
+        """An independent copy: log, cache, pending requests and leader state copied; scalars,
+        enums and frozen requests shared."""
+        new = Replica.__new__(Replica)
+        new.id, new.log, new.hw, new.hw_checkpoint = self.id, self.log.copy(), self.hw, self.hw_checkpoint
+        new.recovery_point, new.cache, new.alive, new.halted = self.recovery_point, self.cache.copy(), self.alive, self.halted
+        new.role, new.believed_leader, new.leader_epoch = self.role, self.believed_leader, self.leader_epoch
+        new.partition_epoch, new.fresh_after_restart = self.partition_epoch, self.fresh_after_restart
+        new.processed_leader_and_isr, new.fetch_state = self.processed_leader_and_isr, self.fetch_state
+        new.pending_requests, new.last_response_hw = list(self.pending_requests), self.last_response_hw
+        new.leadership = None if self.leadership is None else self.leadership.copy()
+        return new
+
     @property
     def leo(self) -> int:
-        return len(self.log)
+        return self.log.end
 
     @property
     def presumes_leadership(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .checker import Checker
+from .checker import Checker, Judging, input_values
 from .config import Config
 from .effects import Effect
 from .partition import Partition
@@ -15,7 +15,7 @@ from .steps import Step, describe_step, step_to_dict
 from .variants import ProtocolVariant, knob_overrides, variant_named
 
 
-@dataclass
+@dataclass(slots=True)
 class StepReport:
     step: int
     errors: list[dict]
@@ -37,9 +37,10 @@ class Compaction:
 class Replay:
     """A partition and the checker that observes it: the unit every engine steps."""
 
-    def __init__(self, replicas: tuple[int, ...], config: Config, variant: ProtocolVariant) -> None:
+    def __init__(self, replicas: tuple[int, ...], config: Config, variant: ProtocolVariant,
+                 judging: Judging = Judging.INCREMENTAL) -> None:
         self.partition = Partition(replicas, config, variant)
-        self.checker = Checker(self.partition.assignment)
+        self.checker = Checker(self.partition.assignment, judging)
 
     @classmethod
     def of(cls, partition: Partition, checker: Checker) -> "Replay":
@@ -51,10 +52,13 @@ class Replay:
         """Ghost state for replicas that start with data (imported logs): observed, never judged."""
         self.checker.observe_effects(self.partition, list(effects))
         self.checker.findings, self.checker.dirty_caches = {}, {}
+        self.checker.unjudged_caches = set(self.partition.replicas)
 
     def apply(self, step: Step) -> StepReport:
-        outcome = self.partition.apply(step)
-        violations = self.checker.observe(self.partition, outcome)
+        p, g = self.partition, self.checker
+        before = input_values(p) if g.judging is Judging.VERIFY else None
+        outcome = p.apply(step)
+        violations = g.observe(p, outcome, before)
         return StepReport(outcome.step, outcome.errors, outcome.events, violations, outcome.effects)
 
     def forget_reported(self) -> None:
@@ -118,14 +122,14 @@ def effective_variant(protocol: str, config: Config, knobs: dict[str, Any] | Non
 
 
 def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare=None,
-                 knobs: dict[str, Any] | None = None) -> dict[str, Any]:
+                 knobs: dict[str, Any] | None = None, judging: Judging = Judging.INCREMENTAL) -> dict[str, Any]:
     """Replay every step of ``scenario`` under ``protocol`` (plus knobs); return the result object.
 
     ``prepare(replay)``, when given, loads initial replica state (Kafka replica directories,
     see ``scenario_io.kafka_logs.seed_replay``) before the first step.
     """
     variant = effective_variant(protocol, scenario.config, knobs)
-    replay = Replay(scenario.replicas, scenario.config, variant)
+    replay = Replay(scenario.replicas, scenario.config, variant, judging)
     if prepare is not None:
         prepare(replay)
     steps_trace = []

@@ -130,7 +130,7 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
         config = Config(**{**config, "knobs": tuple((k, v) for k, v in config.get("knobs", ()))})
         replay = Replay(tuple(doc["assignment"]), config, variant_named(doc["protocol"], doc["knobs"]))
     else:
-        replay = Replay(like.partition.assignment, like.partition.config, like.partition.variant)
+        replay = Replay(like.partition.assignment, like.partition.config, like.partition.variant, like.checker.judging)
     p, o = replay.partition, replay.checker
     p.now_ms, p.step_number, p.generation = doc["now_ms"], doc["step_number"], doc["generation"]
     p.compacted_offset, p.prefix_digest = doc["compacted_offset"], doc["prefix_digest"]
@@ -177,26 +177,6 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
 # -- copying a live replay ------------------------------------------------------------------------
 
 
-def _shallow(obj):
-    """A new object of ``obj``'s class sharing its attribute values (then replace the mutable ones)."""
-    new = object.__new__(type(obj))
-    new.__dict__.update(obj.__dict__)
-    return new
-
-
-def _replica(r: Replica) -> Replica:
-    new = _shallow(r)
-    new.log, new.cache, new.pending_requests = r.log.copy(), r.cache.copy(), list(r.pending_requests)
-    ls = r.leadership
-    if ls is not None:
-        ls = _shallow(ls)
-        ls.remote_leo, ls.last_caught_up_ms = dict(ls.remote_leo), dict(ls.last_caught_up_ms)
-        ls.last_fetch_leader_leo, ls.last_fetch_ms = dict(ls.last_fetch_leader_leo), dict(ls.last_fetch_ms)
-        ls.pending_acks = list(ls.pending_acks)
-        new.leadership = ls
-    return new
-
-
 def clone(replay: Replay) -> Replay:
     """An independent copy of a live replay: what ``from_document(to_document(replay))`` gives,
     without the detour through plain data (a search steps many children of one state).
@@ -205,17 +185,4 @@ def clone(replay: Replay) -> Replay:
     shared; every container a step mutates is copied.  ``tests/test_explore.py`` checks the
     copy against the document round trip and its independence from the original.
     """
-    p, g = replay.partition, replay.checker
-    q = _shallow(p)
-    q.controller = _shallow(p.controller)
-    q.replicas = {rid: _replica(r) for rid, r in p.replicas.items()}
-    q.errors, q._events, q._effects = list(p.errors), list(p._events), list(p._effects)
-    h = _shallow(g)
-    h.committed = g.committed.copy()
-    h.committed_twice, h.committed_twice_set = list(g.committed_twice), set(g.committed_twice_set)
-    h.acked = {k: AckInfo(a.step, a.holders, a.lost_by_power) for k, a in g.acked.items()}
-    h.pair_mismatch, h.committed_mismatch_of = dict(g.pair_mismatch), dict(g.committed_mismatch_of)
-    h.presumer_covered, h.losses, h.reported_losses = dict(g.presumer_covered), list(g.losses), set(g.reported_losses)
-    h.findings, h.dirty_caches = dict(g.findings), dict(g.dirty_caches)
-    h.violations, h.violated = list(g.violations), set(g.violated)
-    return Replay.of(q, h)
+    return Replay.of(replay.partition.copy(), replay.checker.copy())
