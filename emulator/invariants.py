@@ -280,7 +280,7 @@ STEP_CHANGES: dict[StepKind, frozenset[Input]] = {
     StepKind.TICK: frozenset({H, O, K}),
     StepKind.CHECKPOINT_HW: frozenset(),
     StepKind.FLUSH: frozenset(),
-    StepKind.CRASH: frozenset({L, R, O, K}),
+    StepKind.CRASH: frozenset({L, H, R, O, K}),
     StepKind.RESTART: frozenset({H, C, O}),
 }
 assert set(STEP_CHANGES) == set(StepKind), "every step kind declares what it can change"

@@ -25,26 +25,54 @@ parameter and how busy the machine was just before (Spark at local[2] needs both
 local engine one).  A target you did not reach is reported with its number.
 
     python scripts/bench_explore.py [--protocol kip320] [--replicas 3] [--depth 6] [--master local[2]] ...
+
+With ``--baseline REF`` it measures something else: the LOCAL engine of this working tree (the
+project, as it is on disk) against the local engine of the commit REF of this repository (the
+reference; default 736e956, the commit before the speed work, extracted with ``git archive``
+into a temporary directory), end to end through the CLI as a user runs it:
+
+    python -m replemu explore --protocol P --replicas R --depth D [--records ... --power-crashes ...]
+                              --engine local --json --out DIR
+
+with the working directory and PYTHONPATH set to the tree, the same Python.  Per side: wall
+seconds of the whole command (interpreter start included; the BEST of --runs runs, reference and
+project alternated), distinct states, states/s (distinct states / wall) and the search's own
+seconds; then the target and the agreement:
+
+  speed    project >= 5 x the reference's states/s (wall);
+  same     states per depth, distinct states, transitions, the violations (invariant, depth, path,
+           scenario file) and the files written under --out (scenario files, explore.svg) are
+           identical byte for byte (every run writes to the same --out path, moved aside after
+           the run, so the paths in the JSON compare too); anything that differs is printed and
+           the exit status is 1.
+
+One run of the default depth 6 takes minutes, so --runs defaults to 1 in this mode.
+
+    python scripts/bench_explore.py --baseline [REF] [--protocol kip320] [--replicas 3] [--depth 6] [--runs 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if TYPE_CHECKING:
+    from emulator.explore import Level
 
-from emulator.config import Config  # noqa: E402
-from emulator.explore import Bounds, Level, Space, search_local  # noqa: E402
-from emulator.run import effective_variant  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 FRONTIER, GROWING_FROM, SPEED_TARGET, FLAT_TARGET = 100_000, 10_000, 1.5, 1.25
 MIB = 2 ** 20
+DEFAULT_BASELINE, BASELINE_TARGET = "736e956", 5.0
 
 
 def rss(pid: int | str = "self") -> int:
@@ -136,6 +164,181 @@ def flat(memory: list[int], levels: list[Level]) -> tuple[int, float] | None:
     return levels[first].depth, memory[-1] / memory[first]
 
 
+# -- --baseline: the local engine of this tree against a commit's, through the CLI ---------------
+
+def git(*argv: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *argv], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def project_head() -> str:
+    """HEAD of the working tree, with "(dirty)" when it has uncommitted changes (read without
+    touching the index: --no-optional-locks)."""
+    dirty = subprocess.run(["git", "--no-optional-locks", "-C", str(ROOT), "status", "--porcelain"], check=True,
+                           capture_output=True, text=True).stdout.strip()
+    return git("rev-parse", "HEAD") + (" (dirty)" if dirty else "")
+
+
+def extract(commit: str, into: Path) -> Path:
+    """``git archive COMMIT | tar -x`` into ``into``, byte-compiled (so neither side's timed run
+    compiles the sources: the project's are compiled by its first run)."""
+    into.mkdir(parents=True)
+    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", commit], stdout=subprocess.PIPE)
+    untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout)
+    archive.stdout.close()
+    if archive.wait() or untar.returncode:
+        raise SystemExit(f"bench_explore: could not extract {commit}")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into)], check=False, capture_output=True)
+    return into
+
+
+def tree_env(tree: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(tree))
+
+
+def check_imports(name: str, tree: Path) -> None:
+    """The CLI of ``tree`` imports the packages of ``tree`` (not the editable install's)."""
+    code = "import emulator, replemu, streaming; print(emulator.__file__, replemu.__file__, streaming.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tree, env=tree_env(tree), capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"bench_explore: {name}: importing the packages of {tree} failed:\n{done.stderr[-2000:]}")
+    if not all(Path(f).resolve().is_relative_to(tree.resolve()) for f in done.stdout.split()):
+        raise SystemExit(f"bench_explore: {name}: the packages do not import from {tree}: {done.stdout}")
+
+
+def run_cli(name: str, tree: Path, argv: list[str], out: Path, keep: Path) -> tuple[float, bytes]:
+    """``python -m replemu ARGV --out OUT`` in ``tree``: (wall seconds, stdout); its stderr is
+    echoed as progress; OUT is moved to ``keep`` after the run."""
+    cmd = [sys.executable, "-m", "replemu", *argv, "--out", str(out)]
+    with tempfile.TemporaryFile() as stdout:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=tree, env=tree_env(tree), stdout=stdout, stderr=subprocess.PIPE, text=True)
+        tail = []
+        for line in proc.stderr:
+            tail = (tail + [line])[-40:]
+            print(f"    [{name}] {line.rstrip()}", flush=True)
+        code = proc.wait()
+        wall = time.perf_counter() - started
+        stdout.seek(0)
+        text = stdout.read()
+    if code:
+        raise SystemExit(f"bench_explore: {name}: exit {code} from {' '.join(cmd)} (cwd {tree}):\n{''.join(tail[-5:])}")
+    if out.exists():
+        out.rename(keep)
+    else:
+        keep.mkdir()
+    return wall, text
+
+
+def files_under(d: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(d)): f.read_bytes() for f in sorted(d.rglob("*")) if f.is_file()}
+
+
+def runs_of(result: dict) -> dict[str, dict]:
+    """protocol -> its result object (``--protocol all`` prints them under "runs")."""
+    return {r["protocol"]: r for r in result.get("runs", [result])}
+
+
+COMPARED = ("states_per_depth", "distinct_states", "transitions", "depth", "complete", "exhausted", "stopped", "violations")
+
+
+def compare(ref: dict, proj: dict, ref_files: dict[str, bytes], proj_files: dict[str, bytes]) -> tuple[list[str], list[str]]:
+    """(differences, notes): what differs in the compared fields and the files; other fields
+    (but the seconds) that differ are notes."""
+    differs, notes = [], []
+    a, b = runs_of(ref), runs_of(proj)
+    if sorted(a) != sorted(b):
+        differs.append(f"protocols: reference {sorted(a)} vs project {sorted(b)}")
+    for protocol in sorted(set(a) & set(b)):
+        for key in COMPARED:
+            if a[protocol].get(key) != b[protocol].get(key):
+                differs.append(f"{protocol} {key}: reference {json.dumps(a[protocol].get(key))} vs project "
+                               f"{json.dumps(b[protocol].get(key))}")
+        for key in sorted((set(a[protocol]) | set(b[protocol])) - set(COMPARED) - {"seconds"}):
+            if a[protocol].get(key) != b[protocol].get(key):
+                notes.append(f"{protocol} {key}: reference {json.dumps(a[protocol].get(key))} vs project "
+                             f"{json.dumps(b[protocol].get(key))}")
+    for f in sorted(set(ref_files) | set(proj_files)):
+        if f not in proj_files or f not in ref_files:
+            differs.append(f"file {f}: written by the {'reference' if f in ref_files else 'project'} only")
+        elif ref_files[f] != proj_files[f]:
+            differs.append(f"file {f}: contents differ")
+    return differs, notes
+
+
+def baseline(args: argparse.Namespace) -> int:
+    commit = git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
+    argv = ["explore", "--protocol", args.protocol, "--replicas", str(args.replicas), "--depth", str(args.depth),
+            "--records", str(args.records), "--epochs", str(args.epochs), "--crashes", str(args.crashes),
+            "--power-crashes", str(args.power_crashes), "--engine", "local", "--json"]
+    load = ",".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"bench_explore --baseline: local engine through the CLI, protocol={args.protocol} replicas={args.replicas} "
+          f"depth={args.depth} records={args.records} epochs={args.epochs} crashes={args.crashes} "
+          f"power_crashes={args.power_crashes} runs={args.runs} (best wall of each side, alternated) "
+          f"reference={args.baseline} = {commit} project={ROOT} HEAD {project_head()} cores={os.cpu_count()} "
+          f"loadavg={load} python={sys.version.split()[0]}", flush=True)
+    print(f"  command: python -m replemu {' '.join(argv)} --out DIR  (cwd and PYTHONPATH = the tree)", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="replemu-bench-explore-baseline-"))
+    try:
+        sides = (("reference", extract(commit, work / "reference")), ("project", ROOT))
+        for name, tree in sides:
+            check_imports(name, tree)
+        walls: dict[str, list[float]] = {name: [] for name, _ in sides}
+        outputs: dict[str, list[tuple[dict, dict[str, bytes]]]] = {name: [] for name, _ in sides}
+        for run in range(args.runs):
+            for name, tree in sides:
+                print(f"  run {run + 1}/{args.runs} {name} ({tree})", flush=True)
+                keep = work / f"out-{name}-{run + 1}"
+                wall, text = run_cli(name, tree, argv, work / "out", keep)
+                try:
+                    result = json.loads(text)
+                except ValueError:
+                    raise SystemExit(f"bench_explore: {name}: the output is not JSON:\n{text[:2000]!r}") from None
+                walls[name].append(wall)
+                outputs[name].append((result, files_under(keep)))
+                n = sum(r["distinct_states"] for r in runs_of(result).values())
+                print(f"  run {run + 1}/{args.runs} {name}: {wall:.1f} s wall, {n:,} distinct states, "
+                      f"{n / wall:,.0f} states/s", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print()
+    print(f"{'side':10} {'wall s':>8} {'distinct states':>16} {'states/s':>10} {'search s':>9}  {'all runs (wall s)'}")
+    rates = {}
+    for name, _ in sides:
+        best = min(range(args.runs), key=lambda i: walls[name][i])
+        result = runs_of(outputs[name][best][0])
+        n = sum(r["distinct_states"] for r in result.values())
+        search = sum(r.get("seconds", 0.0) for r in result.values())
+        rates[name] = n / walls[name][best]
+        print(f"{name:10} {walls[name][best]:>8.1f} {n:>16,} {rates[name]:>10,.0f} {search:>9.1f}  "
+              f"{', '.join(f'{w:.1f}' for w in walls[name])}")
+    ratio = rates["project"] / rates["reference"]
+    print(f"ratio project / reference (states/s, best wall of each side): {ratio:.2f}x, target >= {BASELINE_TARGET:g}x: "
+          f"{verdict(ratio >= BASELINE_TARGET)}")
+    differs, notes = [], []
+    ref = outputs["reference"][0]
+    for name, _ in sides:
+        for i, (result, files) in enumerate(outputs[name]):
+            if (name, i) == ("reference", 0):
+                continue
+            d, n = compare(ref[0], result, ref[1], files)
+            differs += [f"{name} run {i + 1} against reference run 1: {x}" for x in d]
+            notes += [f"{name} run {i + 1} against reference run 1: {x}" for x in n]
+    first = runs_of(ref[0])
+    summary = "; ".join(f"{p}: states per depth {r['states_per_depth']}, transitions {r['transitions']:,}, violations "
+                        f"{[v['invariant'] + ' ' + v['path'] for v in r['violations']] or 'none'}" for p, r in first.items())
+    if differs:
+        print(f"identical: NO ({len(differs)} differences)")
+        for x in differs:
+            print(f"  differs: {x}")
+    else:
+        print(f"identical: yes (states per depth, transitions, violations and their paths, files under --out: "
+              f"{len(ref[1])}) -- {summary}")
+    for x in notes:
+        print(f"  note (not compared): {x}")
+    return 1 if differs else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--protocol", default="kip320")
@@ -146,7 +349,21 @@ def main() -> int:
     ap.add_argument("--crashes", type=int, default=1)
     ap.add_argument("--power-crashes", type=int, default=0)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--baseline", metavar="REF", nargs="?", const=DEFAULT_BASELINE,
+                    help="instead: this tree's local engine against commit REF's, through the CLI "
+                         f"(default when given without a value: {DEFAULT_BASELINE})")
+    ap.add_argument("--runs", type=int, default=1, help="runs of each side with --baseline, alternated (default 1)")
     args = ap.parse_args()
+    if args.baseline:
+        return baseline(args)
+    return spark_vs_local(args)
+
+
+def spark_vs_local(args: argparse.Namespace) -> int:
+    from emulator.config import Config
+    from emulator.explore import Bounds, Space, search_local
+    from emulator.run import effective_variant
+
     print(f"bench_explore protocol={args.protocol} replicas={args.replicas} depth={args.depth} records={args.records} "
           f"epochs={args.epochs} crashes={args.crashes} power_crashes={args.power_crashes} master={args.master} "
           f"cores={os.cpu_count()} loadavg={os.getloadavg()[0]:.2f} busy_before={machine_busy():.0%} python={sys.version.split()[0]}", flush=True)
