@@ -82,6 +82,16 @@ assert set(INPUTS) | {Input.FINDINGS} == set(Input)
 
 FINDINGS_BIT = INPUT_BITS[Input.FINDINGS]
 STEP_TIER: tuple[tuple[int, Invariant], ...] = tuple((mask(i.reads), i) for i in REGISTRY if i.tier is Tier.STEP)
+FINAL_TIER: tuple[Invariant, ...] = tuple(i for i in REGISTRY if i.tier is Tier.FINAL)
+# The per-step invariants that read an input of a mask, in registry order (built as masks occur).
+_JUDGED_FOR: dict[int, tuple[Invariant, ...]] = {}
+
+
+def judged_for(changed: int) -> tuple[Invariant, ...]:
+    found = _JUDGED_FOR.get(changed)
+    if found is None:
+        found = _JUDGED_FOR[changed] = tuple(inv for reads, inv in STEP_TIER if reads & changed)
+    return found
 
 
 def input_values(p: "Partition") -> dict[Input, Any]:
@@ -152,8 +162,8 @@ class Checker:
         """Judge the per-step invariants that read an input in ``changed`` (a mask of ``Input`` bits)."""
         fired: list[dict] = []
         violated = self.violated
-        for reads, inv in STEP_TIER:
-            if reads & changed and inv.name not in violated:
+        for inv in judged_for(changed):
+            if inv.name not in violated:
                 detail = inv.check(p, self)
                 if detail is not None:
                     violated.add(inv.name)
@@ -184,8 +194,8 @@ class Checker:
         """What the final tier would report if the run ended now (recorded nowhere)."""
         return [
             {"invariant": inv.name, "step": p.step_number, "detail": detail}
-            for inv in REGISTRY
-            if inv.tier is Tier.FINAL and inv.name not in self.violated and (detail := inv.check(p, self)) is not None
+            for inv in FINAL_TIER
+            if inv.name not in self.violated and (detail := inv.check(p, self)) is not None
         ]
 
     def judge(self, p: "Partition", tier: Tier, step: int) -> list[dict]:

@@ -3,17 +3,19 @@
 A step returns its effects in the order they happened.  Each carries the facts of that moment
 that a later part of the same step could change (who held an acknowledged record, the records
 a power failure destroyed); everything else the checker reads from the partition after the step.
+
+Effects are named tuples: immutable, built in C (a step builds one or more), and told apart by
+their type (``type(e) is Appended``), never by comparing two effects.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 Record = tuple[int, str]  # (epoch, value)
 
 
-@dataclass(frozen=True, slots=True)
-class Appended:
+class Appended(NamedTuple):
     """``replica`` appended records at ``[base, end)``; its LEO before was ``previous_leo``."""
 
     replica: int
@@ -22,34 +24,29 @@ class Appended:
     end: int
 
 
-@dataclass(frozen=True, slots=True)
-class Truncated:
+class Truncated(NamedTuple):
     """``replica``'s log was cut to ``to`` records."""
 
     replica: int
     to: int
 
 
-@dataclass(frozen=True, slots=True)
-class CacheChanged:
+class CacheChanged(NamedTuple):
     replica: int
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderHw:
+class LeaderHw(NamedTuple):
     """A replica presuming leadership has HW ``hw`` (it became leader, or its HW rose)."""
 
     replica: int
     hw: int
 
 
-@dataclass(frozen=True, slots=True)
-class LeadershipEnded:
+class LeadershipEnded(NamedTuple):
     replica: int
 
 
-@dataclass(frozen=True, slots=True)
-class Acked:
+class Acked(NamedTuple):
     """Offsets ``first..last`` of ``leader`` were acknowledged to an acks=all producer.
 
     ``records`` are the leader's records there; ``holders[i]`` the replicas holding
@@ -67,13 +64,11 @@ class Acked:
     short: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class UncleanElection:
+class UncleanElection(NamedTuple):
     leader: int
 
 
-@dataclass(frozen=True, slots=True)
-class PowerLoss:
+class PowerLoss(NamedTuple):
     """``replica`` lost ``records`` (from offset ``first`` on) in a power failure."""
 
     replica: int
@@ -81,23 +76,20 @@ class PowerLoss:
     records: tuple[Record, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class EpochReused:
+class EpochReused(NamedTuple):
     """The controller wrote a leader epoch it had already used."""
 
     epoch: int
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
-class IsrWritten:
+class IsrWritten(NamedTuple):
     """``leader`` wrote an ISR change to the controller (expand, shrink or lag)."""
 
     leader: int
 
 
-@dataclass(frozen=True, slots=True)
-class RoleChanged:
+class RoleChanged(NamedTuple):
     """``replica``'s fetcher state changed within a fetch: its truncation phase ended, or it halted."""
 
     replica: int

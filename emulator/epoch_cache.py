@@ -72,6 +72,10 @@ class LeaderEpochCache:
     def entries(self) -> tuple[EpochEntry, ...]:
         return tuple(self._entries)
 
+    def as_tuple(self) -> tuple[tuple[int, int], ...]:
+        """``((epoch, start_offset), ...)``."""
+        return tuple([(e.epoch, e.start_offset) for e in self._entries])
+
     def as_pairs(self) -> list[list[int]]:
         """The contract's JSON form: ``[[epoch, start_offset], ...]``."""
         return [[e.epoch, e.start_offset] for e in self._entries]

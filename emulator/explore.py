@@ -34,7 +34,7 @@ import hashlib
 import marshal
 import zlib
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .checker import AckInfo
 from .config import Config
@@ -158,6 +158,8 @@ STATE_ENCODING = 2  # 1: the state document as a dict; 2: flat tuples built from
 
 ROLE_CODES: tuple[Role, ...] = tuple(Role)
 FETCH_STATE_CODES: tuple[FetchState | None, ...] = (None,) + tuple(FetchState)
+ROLE_INDEX: dict[Role, int] = {role: i for i, role in enumerate(ROLE_CODES)}
+FETCH_STATE_INDEX: dict[FetchState | None, int] = {state: i for i, state in enumerate(FETCH_STATE_CODES)}
 
 
 def canonical(replay: Replay, counters: Counters) -> tuple:
@@ -165,41 +167,61 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
     step numbers, leadership generations, produce steps of pending and acknowledged writes and
     what the checker already reported (none of which changes a future step or verdict), with
     partition epochs (zkVersions) replaced by their ranks (``_partition_epoch_ranks``), and dict
-    items sorted.  Equal states give equal tuples in any process."""
+    items in replica order.  Equal states give equal tuples in any process."""
     p, g = replay.partition, replay.checker
     c = p.controller
     reps = [p.replicas[r] for r in p.assignment]
     rank = _partition_epoch_ranks(c.partition_epoch, reps)
+    # Per-follower dicts are built in assignment order (become_leader) or in sorted order
+    # (restore); with a sorted assignment both are replica order already.
+    ordered = _is_sorted(p.assignment)
     replicas = []
     for r in reps:
         ls = r.leadership
-        leadership = None if ls is None else (
-            ls.isr, rank[ls.partition_epoch], ls.epoch_start_offset, tuple(sorted(ls.remote_leo.items())),
-            tuple(sorted(ls.last_caught_up_ms.items())), tuple(sorted(ls.last_fetch_leader_leo.items())),
-            tuple(sorted(ls.last_fetch_ms.items())), tuple((a.first_offset, a.last_offset) for a in ls.pending_acks),
-            ls.highest_hw,
-        )
+        if ls is None:
+            leadership = None
+        elif ordered:
+            leadership = (
+                ls.isr, rank[ls.partition_epoch], ls.epoch_start_offset, tuple(ls.remote_leo.items()),
+                tuple(ls.last_caught_up_ms.items()), tuple(ls.last_fetch_leader_leo.items()),
+                tuple(ls.last_fetch_ms.items()), tuple([(a.first_offset, a.last_offset) for a in ls.pending_acks]),
+                ls.highest_hw,
+            )
+        else:
+            leadership = (
+                ls.isr, rank[ls.partition_epoch], ls.epoch_start_offset, tuple(sorted(ls.remote_leo.items())),
+                tuple(sorted(ls.last_caught_up_ms.items())), tuple(sorted(ls.last_fetch_leader_leo.items())),
+                tuple(sorted(ls.last_fetch_ms.items())), tuple([(a.first_offset, a.last_offset) for a in ls.pending_acks]),
+                ls.highest_hw,
+            )
         log = r.log
         replicas.append((
-            r.id, tuple(log.retained()), log.start, log.before, r.hw, r.hw_checkpoint, r.recovery_point,
-            tuple((e.epoch, e.start_offset) for e in r.cache.entries), r.alive, r.halted, ROLE_CODES.index(r.role),
+            r.id, log.records_tuple(), log.start, log.before, r.hw, r.hw_checkpoint, r.recovery_point,
+            r.cache.as_tuple(), r.alive, r.halted, ROLE_INDEX[r.role],
             r.believed_leader, r.leader_epoch, rank[r.partition_epoch], r.fresh_after_restart,
-            r.processed_leader_and_isr, FETCH_STATE_CODES.index(r.fetch_state),
-            tuple((q.leader, q.leader_epoch, q.isr, rank[q.partition_epoch]) for q in r.pending_requests),
+            r.processed_leader_and_isr, FETCH_STATE_INDEX[r.fetch_state],
+            tuple([(q.leader, q.leader_epoch, q.isr, rank[q.partition_epoch]) for q in r.pending_requests]),
             r.last_response_hw, leadership,
         ))
     committed = g.committed
+    acked = g.acked
     checker = (
-        tuple(committed.retained()), committed.start, committed.before, tuple(sorted(g.committed_twice)),
-        tuple(sorted((off, record, tuple(sorted(a.holders)), a.lost_by_power) for (off, record), a in g.acked.items())),
-        g.unclean_election, g.faultless, tuple(sorted(g.pair_mismatch.items())),
-        tuple(sorted(g.committed_mismatch_of.items())), tuple(sorted(g.presumer_covered.items())),
+        committed.records_tuple(), committed.start, committed.before,
+        tuple(sorted(g.committed_twice)) if g.committed_twice else (),
+        tuple(sorted([(off, record, tuple(sorted(a.holders)), a.lost_by_power) for (off, record), a in acked.items()]))
+        if acked else (),
+        g.unclean_election, g.faultless, tuple(g.pair_mismatch.items()),  # both built in replica order, never re-keyed
+        tuple(g.committed_mismatch_of.items()), tuple(sorted(g.presumer_covered.items())),
     )
     return (
         p.now_ms, p.compacted_offset, p.prefix_digest,
         (c.leader, c.leader_epoch, c.isr, rank[c.partition_epoch], c.highest_epoch),
         tuple(replicas), checker, (counters.records, counters.crashes, counters.power_crashes),
     )
+
+
+def _is_sorted(ids: tuple[int, ...]) -> bool:
+    return all(a < b for a, b in zip(ids, ids[1:]))
 
 
 def _partition_epoch_ranks(controller_epoch: int, replicas) -> dict[int, int]:
@@ -406,8 +428,7 @@ def _final_broken(replay: Replay) -> set[str]:
     return {f["invariant"] for f in replay.checker.final_findings(replay.partition)}
 
 
-@dataclass(frozen=True, slots=True)
-class Successor:
+class Successor(NamedTuple):
     code: str
     state: bytes  # canonical bytes, not packed (most successors were seen before: pack only new ones)
     key: bytes
@@ -426,9 +447,13 @@ def expand(space: Space, packed: bytes, template: Replay | None = None) -> list[
         child = clone(replay)
         step, after = step_of(space, child, counters, code)
         report = child.apply(step)
-        broken = {v["invariant"] for v in report.violations} | _final_broken(child)
+        broken = {v["invariant"] for v in report.violations}
+        final = child.checker.final_findings(child.partition)
+        if final:
+            broken.update(f["invariant"] for f in final)
         encoded = encode(child, after)
-        out.append(Successor(code, encoded, digest(encoded), tuple(sorted(broken, key=INVARIANT_ORDER.__getitem__))))
+        out.append(Successor(code, encoded, digest(encoded),
+                             tuple(sorted(broken, key=INVARIANT_ORDER.__getitem__)) if broken else ()))
     return out
 
 

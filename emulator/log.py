@@ -85,6 +85,10 @@ class Log:
     def retained(self) -> list[Record]:
         return list(self._records)
 
+    def records_tuple(self) -> tuple[Record, ...]:
+        """The records still held, oldest first, as a tuple."""
+        return tuple(self._records)
+
     @property
     def before(self) -> Record | None:
         return self._before
