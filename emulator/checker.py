@@ -69,6 +69,11 @@ def _roles(p: "Partition") -> Any:
     )
 
 
+def _controller(p: "Partition") -> Any:
+    c = p.controller
+    return c.leader, c.leader_epoch, c.isr
+
+
 # The value of each input, for ``Judging.VERIFY`` (FINDINGS is the checker's own: not compared).
 INPUTS: dict[Input, Callable[["Partition"], Any]] = {
     Input.LOGS: _logs,
@@ -76,7 +81,7 @@ INPUTS: dict[Input, Callable[["Partition"], Any]] = {
     Input.RESPONSES: lambda p: tuple(r.last_response_hw for r in p.replicas.values()),
     Input.CACHES: lambda p: tuple(tuple(r.cache.entries) for r in p.replicas.values()),
     Input.ROLES: _roles,
-    Input.CONTROLLER: lambda p: (p.controller.leader, p.controller.leader_epoch, p.controller.isr),
+    Input.CONTROLLER: lambda p: _controller(p),
 }
 assert set(INPUTS) | {Input.FINDINGS} == set(Input)
 
@@ -215,28 +220,27 @@ class Checker:
         """Fold effects into the ghost state; returns the ``Input`` bits they add to their step's changes."""
         widened = 0
         for e in effects:
-            t = type(e)
-            if t is Appended:
+            if isinstance(e, Appended):
                 self._appended(p, e)
-            elif t is LeaderHw:
+            elif isinstance(e, LeaderHw):
                 self._leader_hw(p, e)
-            elif t is Truncated:
+            elif isinstance(e, Truncated):
                 self._truncated(e)
-            elif t is CacheChanged:
+            elif isinstance(e, CacheChanged):
                 self.dirty_caches[e.replica] = 0
-            elif t is Acked:
+            elif isinstance(e, Acked):
                 self._acked(p, e)
-            elif t is LeadershipEnded:
+            elif isinstance(e, LeadershipEnded):
                 self.presumer_covered.pop(e.replica, None)
-            elif t is UncleanElection:
+            elif isinstance(e, UncleanElection):
                 self.unclean_election = True
                 self.faultless = False
-            elif t is PowerLoss:
+            elif isinstance(e, PowerLoss):
                 self._power_loss(p, e)
-            elif t is EpochReused:
+            elif isinstance(e, EpochReused):
                 self.find("UniqueLeaderPerEpoch", e.detail)
-            elif t is IsrWritten or t is RoleChanged:
-                widened |= EFFECT_CHANGE_MASKS[t]
+            elif isinstance(e, (IsrWritten, RoleChanged)):
+                widened |= EFFECT_CHANGE_MASKS[type(e)]
         return widened
 
     # -- reading ------------------------------------------------------------------------
@@ -438,7 +442,9 @@ class Checker:
         leader = p.replicas[c.leader]
         if not leader.alive or leader.role is not Role.LEADER or leader.leader_epoch != c.leader_epoch:
             return
-        key = (leader.id, c.leader_epoch, leader.leadership.generation)
+        ls = leader.leadership
+        assert ls is not None
+        key = (leader.id, c.leader_epoch, ls.generation)
         if self.loss_cursor is None or self.loss_cursor[0] != key:
             cm = self.committed_mismatch_of[leader.id]
             start = leader.leo if cm is None else min(cm, leader.leo)

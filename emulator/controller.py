@@ -71,7 +71,9 @@ def elect(p: "Partition", step: Elect) -> None:
         p.effect(UncleanElection(leader))
     p.event("Election", leader=leader, epoch=epoch, isr=list(c.isr), clean=clean)
     to = step.to if step.to is not None else (leader,) + tuple(r for r in p.assignment if r != leader)
-    send_leader_and_isr(p, c.current_request(), to, exclude=None)
+    request = c.current_request()
+    assert request is not None  # an epoch was just written
+    send_leader_and_isr(p, request, to, exclude=None)
 
 
 def controller_remove(p: "Partition", step: ControllerRemove) -> None:
@@ -81,6 +83,7 @@ def controller_remove(p: "Partition", step: ControllerRemove) -> None:
     if r not in c.isr:
         p.error("REPLICA_NOT_IN_ISR")
         return
+    isr: tuple[int, ...]
     if len(c.isr) == 1 and not p.config.unclean_leader_election:
         leader, isr = None, c.isr  # the last ISR member stays, the partition has no leader
     else:
@@ -95,7 +98,9 @@ def controller_remove(p: "Partition", step: ControllerRemove) -> None:
     c.partition_epoch += 1
     p.event("IsrChange", by="controller", isr=list(isr), epoch=c.leader_epoch)
     to = ((leader,) if leader is not None else ()) + tuple(x for x in p.assignment if x != leader)
-    send_leader_and_isr(p, c.current_request(), to, exclude=r)
+    request = c.current_request()
+    assert request is not None  # the ISR is only changed after a first election
+    send_leader_and_isr(p, request, to, exclude=r)
 
 
 def send_leader_and_isr(p: "Partition", request: LeaderAndIsrRequest, to: tuple[int, ...], exclude: int | None) -> None:

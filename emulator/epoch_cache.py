@@ -205,7 +205,7 @@ class LeaderEpochCache:
         if requested == self.latest_epoch():
             return requested, log_end_offset
         floor, higher = self._around(requested)
-        if higher is None or requested < self._entries[0].epoch:
+        if higher is None or floor is None or requested < self._entries[0].epoch:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         return floor.epoch, higher.start_offset
 

@@ -360,6 +360,7 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
         codes += [step_code(StepKind.CONTROLLER_REMOVE, r) for r in order if r in c.isr]
     if space.has(StepKind.SHRINK_ISR) and c.leader is not None and reps[c.leader].presumes_leadership:
         ls = reps[c.leader].leadership
+        assert ls is not None
         codes += [step_code(StepKind.SHRINK_ISR, r) for r in order if r in ls.isr and r != c.leader]
     if space.has(StepKind.CHECKPOINT_HW) and space.explicit_checkpoints:
         codes += [step_code(StepKind.CHECKPOINT_HW, r) for r in order if reps[r].alive and reps[r].hw != reps[r].hw_checkpoint]
@@ -396,8 +397,14 @@ def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tupl
         return Elect(leader=leader, to=to), counters
     if kind is StepKind.LEADER_AND_ISR:
         return LeaderAndIsr(r, epoch=int(flag[1:]) if flag else None), counters
-    return {StepKind.RESTART: Restart, StepKind.CONTROLLER_REMOVE: ControllerRemove, StepKind.SHRINK_ISR: ShrinkIsr,
-            StepKind.CHECKPOINT_HW: CheckpointHw, StepKind.FLUSH: Flush}[kind](r), counters
+    return REPLICA_STEPS[kind](r), counters
+
+
+# The step kinds whose code names only a replica.
+REPLICA_STEPS: dict[StepKind, Callable[[int], Step]] = {
+    StepKind.RESTART: Restart, StepKind.CONTROLLER_REMOVE: ControllerRemove, StepKind.SHRINK_ISR: ShrinkIsr,
+    StepKind.CHECKPOINT_HW: CheckpointHw, StepKind.FLUSH: Flush,
+}
 
 
 def _controller_choice(p) -> int | None:

@@ -54,7 +54,7 @@ def become_follower_and_truncate(p: "Partition", rep: Replica, request: LeaderAn
 
 def leader_answer_error(p: "Partition", follower: Replica) -> str | None:
     """Why the believed leader cannot answer Fetch / OffsetsForLeaderEpoch now, if it cannot."""
-    leader = p.replicas.get(follower.believed_leader)
+    leader = None if follower.believed_leader is None else p.replicas.get(follower.believed_leader)
     if leader is None or not leader.alive:
         return "LEADER_NOT_AVAILABLE"
     if leader.role is not Role.LEADER:
@@ -76,6 +76,7 @@ def maybe_truncate(p: "Partition", rep: Replica) -> bool:
     if error is not None:
         p.error(error)
         return False
+    assert rep.believed_leader is not None  # leader_answer_error found it
     leader = p.replicas[rep.believed_leader]
     if p.variant.trunc_rule == "kip101":
         # ReplicaFetcherThread.maybeTruncate (0.11): one v0 round, HW fallback.
@@ -139,6 +140,7 @@ def fetch(p: "Partition", step: Fetch) -> None:
     if error is not None:
         p.error(error)
         return
+    assert f.believed_leader is not None  # leader_answer_error found it
     leader = p.replicas[f.believed_leader]
     fetch_offset = f.leo
     if fetch_offset > leader.leo:

@@ -104,7 +104,9 @@ def _isr_agreement(p: "Partition", g: "Checker", local: bool) -> str | None:
         if hw <= 0:
             continue
         lid = leader.id
-        members = leader.leadership.isr if local else p.controller.isr
+        ls = leader.leadership
+        assert ls is not None  # a live leader has its leader state
+        members = ls.isr if local else p.controller.isr
         for member in members:
             if member == lid:
                 continue
@@ -206,8 +208,9 @@ def high_watermark_sanity(p: "Partition", g: "Checker") -> str | None:
             continue
         if r.hw > r.log.end:
             return f"replica {r.id} has HW {r.hw} above its LEO {r.leo}"
-        if r.role is Role.LEADER and r.hw < r.leadership.highest_hw:
-            return f"leader {r.id} lowered its HW from {r.leadership.highest_hw} to {r.hw}"
+        ls = r.leadership
+        if r.role is Role.LEADER and ls is not None and r.hw < ls.highest_hw:
+            return f"leader {r.id} lowered its HW from {ls.highest_hw} to {r.hw}"
         if r.role is Role.FOLLOWER and r.last_response_hw is not None and r.hw > r.last_response_hw:
             return f"follower {r.id} has HW {r.hw} above the leader's HW {r.last_response_hw} in the last response"
     return None

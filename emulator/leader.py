@@ -47,6 +47,7 @@ def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
         )
     else:
         ls = rep.leadership
+        assert ls is not None
         ls.isr, ls.partition_epoch, ls.epoch_start_offset = request.isr, request.partition_epoch, rep.leo
         for f in followers:
             ls.last_caught_up_ms[f] = p.now_ms if f in request.isr else NEVER
@@ -83,6 +84,7 @@ def produce(p: "Partition", step: Produce) -> None:
         return
     acks = step.acks or p.config.acks
     ls = leader.leadership
+    assert ls is not None
     if acks == "all" and len(ls.isr) < p.config.min_insync_replicas:
         p.error("NOT_ENOUGH_REPLICAS")  # checked before the append
         return
@@ -101,6 +103,7 @@ def maybe_increment_high_watermark(p: "Partition", leader: Replica) -> bool:
     Returns True if the HW moved.
     """
     ls = leader.leadership
+    assert ls is not None
     isr = ls.isr
     if p.variant.strict_min_isr_hw and len(isr) < p.config.min_insync_replicas:
         return False
@@ -125,6 +128,7 @@ def caught_up(p: "Partition", ls: LeaderState, f: int) -> bool:
 def complete_delayed_produces(p: "Partition", leader: Replica) -> None:
     """checkEnoughReplicasReachOffset: answer parked acks=all produces the HW now covers."""
     ls = leader.leadership
+    assert ls is not None
     min_isr = p.config.min_insync_replicas
     waiting = []
     for ack in ls.pending_acks:
@@ -154,6 +158,7 @@ def _acked(p: "Partition", leader: Replica, ack: PendingAck, isr: tuple[int, ...
 def leader_write_isr(p: "Partition", leader: Replica, isr: tuple[int, ...], why: str) -> bool:
     """Write a leader-initiated ISR change (ZK CAS on the partition epoch); no epoch bump."""
     c, ls = p.controller, leader.leadership
+    assert ls is not None
     if c.leader != leader.id or c.partition_epoch != ls.partition_epoch:
         return False  # stale zkVersion: a zombie or a leader that missed a LeaderAndIsr
     c.isr = isr
@@ -176,6 +181,7 @@ def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_o
     it reached the LEO the leader had then (no change while that fetch time is NEVER).
     """
     ls = leader.leadership
+    assert ls is not None
     ls.remote_leo[f] = fetch_offset
     if fetch_offset >= leader.leo:
         ls.last_caught_up_ms[f] = _later(ls.last_caught_up_ms[f], p.now_ms)
@@ -188,6 +194,7 @@ def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_o
 def maybe_expand_isr(p: "Partition", leader: Replica, f: int) -> bool:
     """Add ``f`` once its LEO reaches the HW (and, with KAFKA-7128, the epoch start)."""
     ls = leader.leadership
+    assert ls is not None
     remote = ls.remote_leo[f]
     if f in ls.isr or remote < leader.hw:
         return False
@@ -205,6 +212,7 @@ def shrink_isr(p: "Partition", step: ShrinkIsr) -> None:
         return
     f = step.replica
     ls = leader.leadership
+    assert ls is not None
     if f == leader.id:
         p.error("INVALID_REQUEST")
         return
@@ -236,6 +244,7 @@ def out_of_sync(p: "Partition", leader: Replica, f: int) -> bool:
     leader's LEO is in sync however long it has been idle.
     """
     ls = leader.leadership
+    assert ls is not None
     if p.variant.isr_shrink_exempts_leo_equal and ls.remote_leo[f] == leader.leo:
         return False
     last = ls.last_caught_up_ms[f]
@@ -245,6 +254,7 @@ def out_of_sync(p: "Partition", leader: Replica, f: int) -> bool:
 def maybe_shrink_isr(p: "Partition", leader: Replica) -> bool:
     """Drop the ISR followers that are out of sync; returns True if the ISR shrank."""
     ls = leader.leadership
+    assert ls is not None
     out_of_sync_followers = [f for f in ls.isr if f != leader.id and out_of_sync(p, leader, f)]
     if not out_of_sync_followers:
         return False

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from . import controller, follower, leader, recovery, replica_manager
 from .config import Config
@@ -32,7 +32,7 @@ from .replica import Replica
 from .steps import STEP_TABLE, Step, StepKind
 from .variants import ProtocolVariant
 
-HANDLERS: dict[StepKind, Callable[["Partition", Step], None]] = {
+HANDLERS: dict[StepKind, Callable[["Partition", Any], None]] = {  # each takes its kind's step
     StepKind.ELECT: controller.elect,
     StepKind.CONTROLLER_REMOVE: controller.controller_remove,
     StepKind.LEADER_AND_ISR: replica_manager.leader_and_isr,
@@ -130,10 +130,11 @@ class Partition:
         (identical on every replica)."""
         if upto <= self.compacted_offset:
             return []
-        dropped = None
+        dropped: list[tuple[int, str]] | None = None
         for rid in sorted(self.replicas):
             removed = self.replicas[rid].log.compact(upto)
             dropped = removed if dropped is None else dropped
+        assert dropped is not None  # a partition has at least one replica
         self.prefix_digest = prefix_digest(self.prefix_digest, dropped)
         self.compacted_offset = upto
         return dropped

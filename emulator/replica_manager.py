@@ -76,6 +76,7 @@ def _take_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> Non
     rep.partition_epoch = request.partition_epoch
     if rep.presumes_leadership and request.leader == rep.id:
         ls = rep.leadership
+        assert ls is not None
         ls.isr, ls.partition_epoch = request.isr, request.partition_epoch
         p.event("IsrUpdate", replica=rep.id, isr=list(request.isr), partition_epoch=request.partition_epoch)
         maybe_increment_high_watermark(p, rep)

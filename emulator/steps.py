@@ -396,7 +396,7 @@ def step_to_dict(step: Step) -> dict[str, Any]:
 def describe_step(step: Step) -> str:
     """A short human form, e.g. ``fetch(2, lost)`` or ``elect(1, e0, isr=[1,2])``."""
     d = step_to_dict(step)[step.kind.value]
-    parts = []
+    parts: list[str] = []
     for key, value in d.items():
         if key in ("replica", "leader"):
             parts.insert(0, str(value))
