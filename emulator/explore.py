@@ -528,11 +528,80 @@ def note_violations(found: dict[str, tuple[int, str]], depth: int, path: str, br
             found[name] = (depth, path)
 
 
+# Levels smaller than this are expanded in the calling process even when workers are asked for.
+PARALLEL_FROM = 2048
+# What a forked worker reads: the level being expanded (set just before the pool forks).
+_LEVEL: dict[str, Any] = {}
+
+
+def _expand_range(bounds: tuple[int, int]) -> tuple[int, list[tuple[int, str, bytes, bytes | None, tuple[str, ...]]]]:
+    """A worker's part of a level: the states ``frontier[lo:hi]`` expanded.  Returns the number
+    of transitions and, in order, every successor that is a candidate new state (not visited
+    before the level, not earlier in this range: ``packed`` set) or broke an invariant
+    (``(parent, code, key, packed or None, broken)``).  What it leaves out, the calling process
+    would have found visited."""
+    lo, hi = bounds
+    space, frontier, visited = _LEVEL["space"], _LEVEL["frontier"], _LEVEL["visited"]
+    template = space.template
+    seen: set[bytes] = set()
+    out = []
+    transitions = 0
+    for i in range(lo, hi):
+        for s in expand(space, frontier[i][1], template):
+            transitions += 1
+            fresh = s.key not in visited and s.key not in seen
+            if fresh:
+                seen.add(s.key)
+            if fresh or s.broken:
+                out.append((i, s.code, s.key, pack(s.state) if fresh else None, s.broken))
+    return transitions, out
+
+
+def _parallel_level(space: Space, frontier: list[tuple[str, bytes]], visited: set[bytes], nxt: list[tuple[str, bytes]],
+                    violations: dict[str, tuple[int, str]], depth: int, workers: int,
+                    on_state: Callable[[int, int, int], None], should_stop: Callable[[int], str | None]) -> tuple[str | None, int]:
+    """One level expanded by ``workers`` forked processes, merged here in frontier order (what
+    the one-process loop does, transition for transition).  Returns why it stopped (None when
+    the level is whole) and the transitions merged."""
+    import multiprocessing
+
+    chunk = max(64, min(2048, len(frontier) // (workers * 16)))
+    ranges = [(lo, min(lo + chunk, len(frontier))) for lo in range(0, len(frontier), chunk)]
+    _LEVEL.update(space=space, frontier=frontier, visited=visited)
+    transitions = 0
+    try:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_quiet_worker) as pool:
+            for (lo, _hi), (n, successors) in zip(ranges, pool.imap(_expand_range, ranges)):
+                on_state(depth, lo, len(frontier))
+                reason = should_stop(len(visited))
+                if reason:
+                    pool.terminate()
+                    return reason, transitions
+                transitions += n
+                for i, code, key, packed, broken in successors:
+                    path = frontier[i][0]
+                    child_path = path + SEPARATOR + code if path else code
+                    if broken:
+                        note_violations(violations, depth, child_path, broken)
+                    if packed is not None and key not in visited:
+                        visited.add(key)
+                        nxt.append((child_path, packed))
+    finally:
+        _LEVEL.clear()
+    return None, transitions
+
+
+def _quiet_worker() -> None:
+    """Workers leave Ctrl-C to the calling process, which stops them."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level: None,
                  should_stop: Callable[[int], str | None] = lambda _states: None,
                  clock: Callable[[], float] = lambda: 0.0, found: dict[str, tuple[int, str]] | None = None,
                  on_state: Callable[[int, int, int], None] = lambda _d, _done, _n: None,
-                 until: frozenset[str] = frozenset()) -> Outcome:
+                 until: frozenset[str] = frozenset(), workers: int = 1) -> Outcome:
     """Breadth-first search in this process; the visited set holds 16-byte digests.
 
     ``on_level`` hears each finished depth; ``should_stop(distinct_states)`` may end the search
@@ -541,6 +610,9 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
     dict the violations are kept in as they are found (a caller's progress reads it).
     ``on_state(depth, expanded, frontier)`` hears every 1,024th state of a level (a heartbeat).
     ``until``: stop after the first level where one of these invariants broke.
+    ``workers``: processes that expand a level's states (forked per level, each a contiguous
+    range of the frontier); this process merges their successors in frontier order, so the
+    counts, violations and paths are those of one process.
     """
     replay, counters, _steps, broken = root(space)
     template = space.template
@@ -557,20 +629,26 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
         began = clock()
         level_transitions = 0
         nxt: list[tuple[str, bytes]] = []
-        for done, (path, state) in enumerate(frontier):
-            if not done & 1023:
-                on_state(depth, done, len(frontier))
-            reason = should_stop(len(visited))
+        if workers > 1 and len(frontier) >= PARALLEL_FROM:
+            reason, level_transitions = _parallel_level(space, frontier, visited, nxt, violations, depth, workers,
+                                                        on_state, should_stop)
             if reason:
                 return Outcome(per_depth, transitions + level_transitions, False, False, violations, reason)
-            for s in expand(space, state, template):
-                level_transitions += 1
-                child_path = path + SEPARATOR + s.code if path else s.code
-                if s.broken:
-                    note_violations(violations, depth, child_path, s.broken)
-                if s.key not in visited:
-                    visited.add(s.key)
-                    nxt.append((child_path, pack(s.state)))
+        else:
+            for done, (path, state) in enumerate(frontier):
+                if not done & 1023:
+                    on_state(depth, done, len(frontier))
+                reason = should_stop(len(visited))
+                if reason:
+                    return Outcome(per_depth, transitions + level_transitions, False, False, violations, reason)
+                for s in expand(space, state, template):
+                    level_transitions += 1
+                    child_path = path + SEPARATOR + s.code if path else s.code
+                    if s.broken:
+                        note_violations(violations, depth, child_path, s.broken)
+                    if s.key not in visited:
+                        visited.add(s.key)
+                        nxt.append((child_path, pack(s.state)))
         transitions += level_transitions
         per_depth.append(len(nxt))
         frontier = nxt

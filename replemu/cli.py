@@ -161,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="local: one process; spark: levels as DataFrames, checkpointed per level (resume by rerunning); "
                            f"auto (default): spark for 3+ replicas deeper than {AUTO_SPARK_DEPTH}, else local")
     exp_.add_argument("--master", help="Spark master for --engine spark (default: conf/spark.conf, local[*])")
+    exp_.add_argument("--workers", type=_int_between(1, 256), metavar="N",
+                      help="processes expanding each level of the local engine (default: one per core); "
+                           "the same counts and paths with any number")
     exp_.add_argument("--max-states", type=_positive, metavar="N", help="stop (incomplete) once this many distinct states are found")
     exp_.add_argument("--max-seconds", type=_positive, metavar="S", help="stop (incomplete) after this long; "
                       "the result's depth is the deepest level completed")
@@ -735,7 +738,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from emulator.explore import Bounds
     from emulator.invariants import INVARIANT_NAMES
 
-    from .explore import Request, choose_engine, explore, parse_alphabet
+    from .explore import Request, choose_engine, default_workers, explore, parse_alphabet
 
     try:
         config = _config_assignments(args.config, args.replicas)
@@ -753,9 +756,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
     engine = choose_engine(args.engine, args.replicas, args.depth)
     if args.master and engine != "spark":
         return _fail("replemu: error: --master needs --engine spark")
+    if args.workers and engine != "local":
+        return _fail("replemu: error: --workers is for --engine local (Spark uses its executors)")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     req = Request(protocols, args.replicas, bounds, config, args.knobs, alphabet, engine, Path(args.out),
-                  max_states=args.max_states, master=args.master, until=until, max_seconds=args.max_seconds)
+                  max_states=args.max_states, master=args.master, until=until, max_seconds=args.max_seconds,
+                  workers=args.workers or default_workers())
     spark = stop = None
     if engine == "spark":
         import signal

@@ -8,6 +8,7 @@ writes each violated invariant's shortest path as a scenario file with an ``expe
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -25,6 +26,14 @@ EXPLORE_FORMAT = 1
 # Where ``--engine auto`` switches to Spark: three replicas past this depth (two replicas
 # saturate within minutes in one process; three grow past 10^5 states a level).
 AUTO_SPARK_DEPTH = 9
+
+
+def default_workers() -> int:
+    """One local-engine worker per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def choose_engine(engine: str, replicas: int, depth: int) -> str:
@@ -64,6 +73,7 @@ class Request:
     master: str | None = None
     until: frozenset[str] = frozenset()
     max_seconds: float | None = None
+    workers: int = 1  # processes of the local engine
 
     def space(self, protocol: str) -> Space:
         return Space(tuple(range(1, self.replicas + 1)), self.config,
@@ -75,7 +85,8 @@ def describe(req: Request) -> str:
     knobs = "".join(f" --knob {k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(req.knobs.items()))
     return (f"replemu explore: protocol {','.join(req.protocols)}, replicas {req.replicas}, depth {b.depth}, "
             f"records {b.records}, epochs 0..{b.epochs}, crashes {b.crashes}, power crashes {b.power_crashes}, "
-            f"steps {','.join(k.value for k in req.alphabet)}, engine {req.engine}{knobs}; "
+            f"steps {','.join(k.value for k in req.alphabet)}, engine {req.engine}"
+            f"{f' ({req.workers} workers)' if req.engine == 'local' else ''}{knobs}; "
             f"config {_config_text(req.config)}; out {req.out}")
 
 
@@ -255,7 +266,7 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> li
                     raise
             else:
                 outcome = search_local(space, on_level=on_level, should_stop=should_stop, clock=time.monotonic,
-                                       found=found, on_state=printer.heartbeat, until=req.until)
+                                       found=found, on_state=printer.heartbeat, until=req.until, workers=req.workers)
         except KeyboardInterrupt:
             kept = (f"; the levels found so far are kept in {req.out / protocol / 'spark'}: run the same command to resume"
                     if req.engine == "spark" else "")

@@ -18,6 +18,7 @@ from emulator.config import Config
 from emulator.explore import (
     SEPARATOR, Bounds, Counters, Space, digest, enabled_codes, encode, replay_path, root, search_local, step_of,
 )
+from emulator import explore as explore_module
 from emulator.run import effective_variant
 from emulator.steps import StepKind
 
@@ -76,6 +77,18 @@ def test_local_engine_agrees_with_brute_force_enumeration(protocol):
     assert outcome.violations == expected_violations
     assert outcome.complete
     assert sum(expected_per_depth) > 500  # the bound is small, not trivial
+
+
+@pytest.mark.parametrize("protocol, replicas, depth", [("hw", 2, 7), ("kip320", 3, 4)])
+def test_workers_give_the_counts_violations_and_paths_of_one_process(monkeypatch, protocol, replicas, depth):
+    """The local engine's levels expanded by forked workers (every level, here) are merged in
+    frontier order: the same states per depth, transitions, violations and shortest paths."""
+    sp = space(protocol, replicas, Bounds(depth))
+    one = search_local(sp)
+    monkeypatch.setattr(explore_module, "PARALLEL_FROM", 1)
+    two = search_local(sp, workers=2)
+    assert (two.states_per_depth, two.transitions, two.violations) == (one.states_per_depth, one.transitions, one.violations)
+    assert protocol == "kip320" or "StrongIsr" in one.violations
 
 
 def test_hw_brute_force_finds_strong_isr_at_depth_five():
@@ -184,6 +197,8 @@ def test_cli_knob_is_carried_into_the_scenario_file(tmp_path):
     (["--depth", "-1"], "--depth"),
     (["--depth", "3", "--knob", "fencing=maybe"], "fencing"),
     (["--depth", "3", "--master", "local[2]", "--engine", "local"], "--master needs --engine spark"),
+    (["--depth", "3", "--workers", "2", "--engine", "spark"], "--workers is for --engine local"),
+    (["--depth", "3", "--workers", "0"], "--workers"),
 ])
 def test_cli_bad_arguments_exit_2_in_one_line(tmp_path, args, message):
     run = replemu("explore", "--out", str(tmp_path / "o"), *args)
