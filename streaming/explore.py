@@ -31,7 +31,9 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from emulator.explore import Level, Outcome, Space, digest, encode, expand, note_violations, pack, reached, root
+from emulator.explore import (
+    STATE_ENCODING, Level, Outcome, Space, digest, encode, expand, note_violations, pack, reached, root,
+)
 
 from .storage import LocalStore
 
@@ -128,7 +130,7 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
 
     work = Path(work)
     identity = {"replicas": list(space.replicas), "protocol": space.variant.name, "knobs": space.variant.knobs(),
-                "config": repr(space.config), "alphabet": [k.value for k in space.alphabet],
+                "config": repr(space.config), "alphabet": [k.value for k in space.alphabet], "encoding": STATE_ENCODING,
                 **{k: v for k, v in space.bounds.as_dict().items() if k != "depth"}}  # a deeper search continues
     progress = open_work_dir(work, identity)
     levels_dir = work / "levels"
