@@ -30,12 +30,20 @@ def _raw(event: dict) -> str:
 
 # Columns every row of a group shares: kept once per group, filled in when rows are read.
 GROUP_CONSTANTS = ("topic", "partition", "scenario")
+_PAYLOAD_COLUMNS = {kind: tuple(c for c in cols if c not in GROUP_CONSTANTS) for kind, cols in KIND_COLUMNS.items()}
+_LOG = ("seq", "idx", "replica", "op", "offset", "epoch", "value")
+# A timeline row (``OutputRows.timeline_rows``): these values, in this order.
+_TIMELINE = ("seq", "idx", "event", "replica", "role", "alive", "halted", "leader_epoch",
+             "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr")
 
 
 class OutputRows:
     """One group's output rows, kept column-wise per kind (``OUTPUT_SCHEMA`` columns).
 
     The group's constants (``topic``, ``partition``, ``scenario``) are held once, not per row.
+    The timeline, by far the most rows, is kept as one tuple per row (``_TIMELINE`` order) and
+    turned into columns only when read: one tuple per replica and step is cheaper to build than
+    a value appended to each of fifteen lists.
     ``payload()`` is what the state function hands Spark (read back by ``tables_from_payloads``); ``columns()``
     gives every output column as a list (None where a kind has no such column); iterating gives
     the rows as dicts, kind by kind in emission order.
@@ -45,6 +53,7 @@ class OutputRows:
         self.topic, self.partition, self.scenario = topic, partition, scenario
         self.blocks: dict[str, dict[str, list]] = {}
         self.counts: dict[str, int] = {}
+        self.timeline_rows: list[tuple] = []
 
     def block(self, kind: str, names: tuple[str, ...]) -> dict[str, list]:
         b = self.blocks.get(kind)
@@ -54,17 +63,25 @@ class OutputRows:
         return b
 
     def __len__(self) -> int:
-        return sum(self.counts.values())
+        return sum(self.counts.values()) + len(self.timeline_rows)
 
     def constants(self) -> dict[str, Any]:
         """The ``GROUP_CONSTANTS`` of this group."""
         return {"topic": self.topic, "partition": self.partition, "scenario": self.scenario}
 
+    def _kinds(self):
+        """``(kind, rows, columns)`` in emission order (a kind's place: its first row)."""
+        for kind, b in self.blocks.items():
+            if kind == "timeline":
+                rows = self.timeline_rows
+                yield kind, len(rows), (dict(zip(_TIMELINE, map(list, zip(*rows)))) if rows else {c: [] for c in _TIMELINE})
+            else:
+                yield kind, self.counts[kind], b
+
     def columns(self) -> dict[str, list]:
         out: dict[str, list] = {c: [] for c in OUTPUT_COLUMNS}
         const = self.constants()
-        for kind, b in self.blocks.items():
-            n = self.counts[kind]
+        for kind, n, b in self._kinds():
             out["kind"].extend([kind] * n)
             for c in OUTPUT_COLUMNS[1:]:
                 if c in const and c in KIND_COLUMNS[kind]:
@@ -85,9 +102,8 @@ class OutputRows:
         cheaper to build than an Arrow table per kind; the sink turns a whole micro-batch into
         Arrow at once (``tables_from_payloads``)."""
         kinds = {}
-        for kind, b in self.blocks.items():
-            n = self.counts[kind]
-            kinds[kind] = {"rows": n, "columns": {c: b.get(c, [None] * n) for c in KIND_COLUMNS[kind] if c not in GROUP_CONSTANTS}}
+        for kind, n, b in self._kinds():
+            kinds[kind] = {"rows": n, "columns": {c: b.get(c, [None] * n) for c in _PAYLOAD_COLUMNS[kind]}}
         return json.dumps({**self.constants(), "kinds": kinds}, separators=(",", ":")).encode("utf-8")
 
 
@@ -117,9 +133,6 @@ def tables_from_payloads(payloads: Iterable[bytes]) -> tuple[dict[str, Any], int
     return tables, len(touched)
 
 
-_LOG = ("seq", "idx", "replica", "op", "offset", "epoch", "value")
-_TIMELINE = ("seq", "idx", "event", "replica", "role", "alive", "halted", "leader_epoch",
-             "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr")
 
 
 class _Batch:
@@ -131,6 +144,7 @@ class _Batch:
         self._cache_json: dict[int, tuple[tuple, str]] = {}
         self._lists: dict[tuple, str] = {}
         self._objects: dict[tuple, str] = {}
+        self._ids: list[int] | None = None
 
     def _next_idx(self, kind: str, seq) -> int:
         """The row's order among the rows of one kind emitted at one step."""
@@ -154,27 +168,26 @@ class _Batch:
         self.rows.counts[kind] += 1
 
     def timeline(self, p, seq: int, description: str) -> None:
-        """One timeline row per replica after a step, appended column by column."""
-        b = self.rows.block("timeline", _TIMELINE)
+        """One timeline row per replica after a step (a tuple in ``_TIMELINE`` order)."""
+        if "timeline" not in self.rows.blocks:
+            self.rows.block("timeline", _TIMELINE)  # its place among the kinds; rows go to timeline_rows
         c = p.controller
-        n = len(p.replicas)
+        leader, epoch = c.leader, c.leader_epoch
         isr = self._json(tuple(sorted(c.isr)))
-        for column, value in (("seq", seq), ("event", description), ("leader", c.leader),
-                              ("controller_epoch", c.leader_epoch), ("isr", isr)):
-            b[column].extend([value] * n)
-        for position, rid in enumerate(sorted(p.replicas)):
-            r = p.replicas[rid]
-            b["idx"].append(position)
-            b["replica"].append(rid)
-            b["role"].append(r.role.value)
-            b["alive"].append(r.alive)
-            b["halted"].append(r.halted)
-            b["leader_epoch"].append(r.leader_epoch)
-            b["leo"].append(r.leo)
-            b["hw"].append(r.hw)
-            b["remote_leo"].append(self._remote_leo(r.leadership.remote_leo) if r.presumes_leadership else None)
-            b["epoch_cache"].append(self._cache(r))
-        self.rows.counts["timeline"] += n
+        replicas = p.replicas
+        append = self.rows.timeline_rows.append
+        for position, rid in enumerate(self._sorted_ids(replicas)):
+            r = replicas[rid]
+            append((seq, position, description, rid, r.role.value, r.alive, r.halted, r.leader_epoch, r.leo, r.hw,
+                    self._remote_leo(r.leadership.remote_leo) if r.presumes_leadership else None, self._cache(r),
+                    leader, epoch, isr))
+
+    def _sorted_ids(self, replicas: dict) -> list[int]:
+        """The partition's replica ids in order (the set of replicas never changes)."""
+        ids = self._ids
+        if ids is None or len(ids) != len(replicas):
+            ids = self._ids = sorted(replicas)
+        return ids
 
     def log_changes(self, p, seq, effects) -> None:
         """The step's log changes as rows: one per appended record, one per truncation
@@ -327,20 +340,20 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
             batch.quarantine(e, f"seq {seq}: the partition has no valid header (seq 0)")
             continue
         try:
-            args = json.loads(e["args"])
-            step = step_from_mapping(f"{topic}/{partition}", int(seq), {e["type"]: args}, replay.partition.assignment)
+            step, description = _parse_step(topic, partition, int(seq), e["type"], e["args"], replay.partition.assignment)
         except ScenarioError as exc:
             batch.quarantine(e, str(exc))
             continue
         except (ValueError, RecursionError) as exc:
             batch.quarantine(e, f"seq {seq}: args are not JSON: {exc if isinstance(exc, ValueError) else 'nested too deeply'}")
             continue
-        _apply(replay, step, int(seq), batch)
+        _apply(replay, step, description, int(seq), batch)
         st["steps_applied"] += 1
         applied += 1
-        compaction = replay.compact(compact_min_records)
-        if compaction is not None and compaction.cold_cache:
-            batch.cold_cache(int(seq), compaction.cold_cache)
+        if _may_compact(replay.partition, compact_min_records):
+            compaction = replay.compact(compact_min_records)
+            if compaction is not None and compaction.cold_cache:
+                batch.cold_cache(int(seq), compaction.cold_cache)
 
     if replay is not None:
         p, g = replay.partition, replay.checker
@@ -356,11 +369,39 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
     return batch.rows, st, bool(waiting)
 
 
-def _apply(replay: Replay, step, seq: int, batch: _Batch) -> None:
+# Parsed steps by (type, args text, assignment): every step of a kind and arguments parses to the
+# same frozen Step, and most steps repeat (a fetch by replica 2, an election) across the
+# partitions and batches a worker serves. Only steps that parse are kept; bounded per process.
+_STEPS: dict[tuple, tuple[Any, str]] = {}
+_STEPS_MAX = 1 << 14
+
+
+def _parse_step(topic, partition, seq: int, kind, args_json: str, assignment: tuple[int, ...]):
+    """``(step, describe_step(step))`` of one event row; ``ScenarioError`` or ``ValueError``
+    (args not JSON) / ``RecursionError`` when it cannot be applied."""
+    key = (kind, args_json, assignment)
+    known = _STEPS.get(key)
+    if known is None:
+        step = step_from_mapping(f"{topic}/{partition}", seq, {kind: json.loads(args_json)}, assignment)
+        if len(_STEPS) >= _STEPS_MAX:
+            _STEPS.clear()
+        known = _STEPS[key] = (step, describe_step(step))
+    return known
+
+
+def _may_compact(p, min_records: int) -> bool:
+    """Whether ``Replay.compact(min_records)`` can drop anything: the prefix it compacts lies
+    below every replica's LEO, so while one replica's LEO is fewer than ``min_records`` records
+    above the compacted offset it returns None, and is not asked."""
+    r = next(iter(p.replicas.values()))
+    return r.leo - p.compacted_offset >= max(min_records, 1)
+
+
+def _apply(replay: Replay, step, description: str, seq: int, batch: _Batch) -> None:
     p, g = replay.partition, replay.checker
     losses_before = len(g.losses)
     out = replay.apply(step)
-    batch.timeline(p, seq, describe_step(step))
+    batch.timeline(p, seq, description)
     batch.log_changes(p, seq, out.effects)
     for v in out.violations:
         batch.emit("violations", seq, at_step=v["step"], invariant=v["invariant"], detail=v["detail"])

@@ -144,10 +144,8 @@ OUTPUT_COLUMNS = tuple(f.name for f in OUTPUT_SCHEMA.fields)
 # What the state function hands Spark: one row per partition and micro-batch, its output rows of
 # every kind as one JSON payload (``streaming.processor.OutputRows.payload``) — one binary value
 # instead of tens of thousands of mostly-null multiplexed rows crossing Python -> JVM -> Python.
+# The payload names its partition; no other column (each is a pandas column to build per group).
 GROUP_OUTPUT_SCHEMA = StructType([
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("rows", LongType()),  # output rows in the payload, all kinds
     StructField("payload", BinaryType()),
 ])
 
