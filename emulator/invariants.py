@@ -298,6 +298,34 @@ del L, H, R, C, O, K, F
 STEP_CHANGE_MASKS: dict[StepKind, int] = {kind: mask(inputs) for kind, inputs in STEP_CHANGES.items()}
 EFFECT_CHANGE_MASKS: dict[type, int] = {kind: mask(inputs) for kind, inputs in EFFECT_CHANGES.items()}
 
+INPUT_MEANING: dict[Input, str] = {
+    Input.LOGS: "any replica's records (LEOs, pair and committed mismatches)",
+    Input.HWS: "any replica's HW, a leader's highest HW",
+    Input.RESPONSES: "a follower's HW of its last fetch response",
+    Input.CACHES: "the epoch caches",
+    Input.ROLES: "alive, role, believed leader, leader and partition epochs, fetch state, a leader's own ISR",
+    Input.CONTROLLER: "the controller's leader, leader epoch and ISR",
+    Input.FINDINGS: "what the checker found in the step's effects (losses, log matching, offsets, acks, epoch reuse)",
+}
+assert set(INPUT_MEANING) == set(Input)
+
+
+def inputs_markdown() -> str:
+    """The tables of docs/protocol.md §7.1: what each invariant reads, what each step kind changes."""
+    def names(inputs: frozenset[Input]) -> str:
+        return ", ".join(f"`{i.value}`" for i in Input if i in inputs) or "nothing"
+
+    lines = ["| input | what it is |", "|---|---|"]
+    lines += [f"| `{i.value}` | {INPUT_MEANING[i]} |" for i in Input]
+    lines += ["", "| invariant | reads |", "|---|---|"]
+    lines += [f"| `{inv.name}` | {names(inv.reads)} |" for inv in REGISTRY]
+    lines += ["", "| step kind | can change |", "|---|---|"]
+    lines += [f"| `{kind.value}` | {names(STEP_CHANGES[kind])} |" for kind in StepKind]
+    lines += ["", "| effect (within a fetch) | adds |", "|---|---|"]
+    lines += [f"| `{effect.__name__}` | {names(inputs)} |" for effect, inputs in EFFECT_CHANGES.items()]
+    return "\n".join(lines) + "\n"
+
+
 INVARIANT_NAMES: tuple[str, ...] = tuple(i.name for i in REGISTRY)
 INVARIANTS: dict[str, Invariant] = {i.name: i for i in REGISTRY}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.invariants import INVARIANT_NAMES
+from emulator.invariants import INVARIANT_NAMES, inputs_markdown
 from emulator.variants import KNOBS, knobs_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +62,16 @@ def test_knob_section_is_the_generated_table():
     inside = text[text.index(begin) + len(begin):text.index(end)]
     assert inside == knobs_markdown(), (
         "regenerate with: python -c \"from emulator.variants import knobs_markdown; print(knobs_markdown(), end='')\""
+    )
+
+
+def test_inputs_section_is_the_generated_table():
+    text = doc()
+    begin, end = "<!-- inputs:begin -->\n", "<!-- inputs:end -->"
+    assert text.count(begin) == 1 and text.count(end) == 1, "exactly one inputs:begin / inputs:end pair"
+    inside = text[text.index(begin) + len(begin):text.index(end)]
+    assert inside == inputs_markdown(), (
+        "regenerate with: python -c \"from emulator.invariants import inputs_markdown; print(inputs_markdown(), end='')\""
     )
 
 
