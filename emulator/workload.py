@@ -12,8 +12,8 @@ The controller reacts as Kafka's does: a crashed broker is removed from the ISR
 ISR in assignment order (``elect`` without arguments: the core applies the rule, unclean only
 when the profile allows it); fast elections deliver LeaderAndIsr to some replicas only, the
 others process it some steps later; a restarted broker processes the current LeaderAndIsr
-(maybe late).  A shadow replay (kip320) tells the generator who leads and who follows; the
-generated steps are the same for every variant.
+(maybe late).  A shadow partition (kip320, stepped without a checker: ``_ShadowBound``) tells the
+generator who leads and who follows; the generated steps are the same for every variant.
 """
 
 from __future__ import annotations
@@ -137,6 +137,61 @@ def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) 
 SHADOW_COMPACT_EVERY = 64
 
 
+class _ShadowBound:
+    """The shadow's stand-in for a checker: the generator reads only who is alive, leads and
+    follows, which the partition alone decides, so the shadow steps the partition without
+    judging it (the checker was two thirds of a step, and its ghost state most of a shadow's
+    memory).  ``Replay.compact`` asks it for the prefix to compact: below every replica's
+    recovery point, HW, HW checkpoint and LEO (dead replicas included) and below the first
+    record of every parked acks=all produce, as the checker's bound, and identical on every
+    replica (compared directly instead of through the checker's ledger): no step truncates or
+    reads below it, so compacting it changes no later step of the partition."""
+
+    violations: list = []
+    losses: list = []
+
+    @staticmethod
+    def compactable_offset(p) -> int:
+        reps = list(p.replicas.values())
+        k = min(min(r.recovery_point, r.hw, r.hw_checkpoint, r.leo) for r in reps)
+        for r in reps:
+            if r.leadership is not None:
+                for ack in r.leadership.pending_acks:
+                    k = min(k, ack.first_offset)
+        start = p.compacted_offset
+        if k <= start:
+            return start
+        logs = [r.log for r in reps]
+        first = logs[0]
+        for o in range(start, k):
+            record = first[o]
+            if any(log[o] != record for log in logs[1:]):
+                return o
+        return k
+
+    @staticmethod
+    def compact(upto: int) -> None:
+        pass
+
+
+# Generated steps parsed for the shadow, by kind, arguments and assignment: steps are frozen, and
+# most repeat (fetches, elections, the same produced values in every partition). Bounded. (The
+# generator writes no booleans, so no key confuses True with 1.)
+_PARSED: dict[tuple, Any] = {}
+_PARSED_MAX = 1 << 14
+
+
+def _parsed(step: dict, assignment: tuple[int, ...]):
+    (kind, args), = step.items()
+    key = (kind, assignment, *((k, tuple(v) if type(v) is list else v) for k, v in args.items()))
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        parsed = _PARSED[key] = parse_step(kind, args, assignment)
+    return parsed
+
+
 def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[dict]]:
     """The partition's endless step sequence, one burst (an action and the controller's reaction)
     at a time; any prefix of it is the same whoever asks and however far."""
@@ -145,8 +200,8 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
     header = _draw_header(w, seed, partition, profile)  # the workload stream continues after it
     replicas, config, r = header["replicas"], header["config"], profile.rates
     _, assignment, parsed = parse_partition(header, "generator")
-    replay = Replay(assignment, parsed, VARIANTS["kip320"])
-    shadow = replay.partition
+    shadow = Replay(assignment, parsed, VARIANTS["kip320"]).partition
+    replay = Replay.of(shadow, _ShadowBound())  # compaction only: the shadow is never judged
     next_compaction = SHADOW_COMPACT_EVERY
     late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
     emitted = produced = 0
@@ -155,9 +210,8 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
         nonlocal emitted
         burst.append(step)
         emitted += 1
-        (kind, args), = step.items()
-        replay.apply(parse_step(kind, args, tuple(replicas)))
-        replay.forget_reported()  # an endless generator keeps no error history
+        shadow.apply(_parsed(step, assignment))
+        shadow.errors.clear()  # an endless generator keeps no error history
 
     first: list[dict] = []
     emit({"elect": {}}, first)

@@ -14,7 +14,9 @@ keeps each partition's generator between batches; the planned partitions carry t
 rows to the executors. (Generating in ``read`` on the executors looked cheaper, but a task lands
 on whichever Python worker is free, and a worker that had not served the partition before had to
 regenerate its whole history: per-batch time grew with the length of the run.) After a restart
-the prefix is regenerated once.
+the prefix is regenerated once.  The generator's shadow partition is stepped without a checker and
+its parsed steps are cached (``emulator.workload``): about half the cost per step of a full replay,
+and a fraction of its memory.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from emulator.workload import Profile, partition_header, profile_from_mapping, p
 
 from .schemas import EVENT_DDL, HEADER_TYPE
 
-PARTITIONS_PER_TASK = 64
+# Generated partitions per task of the read stage: each task only decodes the rows planned for it,
+# so a few large tasks cost less than many small ones (64 made 157 tasks a batch at 10,000 partitions).
+PARTITIONS_PER_TASK = 500
 
 # Per process (the query's source process): (seed, profile spec, k) -> [bursts, buffered steps, seq before the first buffered one]
 _GENERATORS: dict[tuple, list] = {}
