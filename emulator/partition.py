@@ -125,6 +125,29 @@ class Partition:
 
     # -- compaction of the unchangeable prefix ---------------------------------------------------
 
+    def compact(self, upto: int) -> tuple[list[tuple[int, str]], dict[int, list[tuple[int, int]]]]:
+        """Compact every replica below ``upto`` (a bound no step can reach below: the checker's
+        ``compactable_offset``, or a caller's own): the records, into the prefix digest, and the
+        epoch-cache entries no future step can consult.  Returns the records dropped and, per
+        replica, the cache entries dropped."""
+        records = self.compact_logs(upto)
+        cold: dict[int, list[tuple[int, int]]] = {}
+        floor = self.lowest_future_epoch()
+        for rid in sorted(self.replicas):
+            dropped = self.replicas[rid].cache.drop_cold_entries(upto, floor)
+            if dropped:
+                cold[rid] = dropped
+        return records, cold
+
+    def lowest_future_epoch(self) -> int:
+        """The lowest leader epoch any future step can write or ask about: the controller's
+        epoch, the epoch of every replica presuming leadership, and every epoch still in a log
+        above the compacted prefix (a follower copies those; a zombie writes its own)."""
+        epochs = [self.controller.leader_epoch] + [r.leader_epoch for r in self.replicas.values() if r.presumes_leadership]
+        for r in self.replicas.values():
+            epochs += [e for _, (e, _v) in r.log.items()]
+        return min(epochs)
+
     def compact_logs(self, upto: int) -> list[tuple[int, str]]:
         """Drop every replica's records below ``upto`` into the prefix digest; returns them
         (identical on every replica)."""

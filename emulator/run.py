@@ -85,24 +85,11 @@ class Replay:
         if upto - p.compacted_offset < max(min_records, 1):
             return None
         self.checker.compact(upto)
-        records = p.compact_logs(upto)
-        cold = {}
-        floor = self.lowest_future_epoch()
-        for rid in sorted(p.replicas):
-            dropped = p.replicas[rid].cache.drop_cold_entries(upto, floor)
-            if dropped:
-                cold[rid] = dropped
+        records, cold = p.compact(upto)
         return Compaction(upto, records, cold)
 
     def lowest_future_epoch(self) -> int:
-        """The lowest leader epoch any future step can write or ask about: the controller's
-        epoch, the epoch of every replica presuming leadership, and every epoch still in a log
-        above the compacted prefix (a follower copies those; a zombie writes its own)."""
-        p = self.partition
-        epochs = [p.controller.leader_epoch] + [r.leader_epoch for r in p.replicas.values() if r.presumes_leadership]
-        for r in p.replicas.values():
-            epochs += [e for _, (e, _v) in r.log.items()]
-        return min(epochs)
+        return self.partition.lowest_future_epoch()
 
     def knobs_in_force(self) -> dict[str, Any] | None:
         """Every knob, when the run's variant differs from its preset; None for a plain preset."""

@@ -12,7 +12,7 @@ The controller reacts as Kafka's does: a crashed broker is removed from the ISR
 ISR in assignment order (``elect`` without arguments: the core applies the rule, unclean only
 when the profile allows it); fast elections deliver LeaderAndIsr to some replicas only, the
 others process it some steps later; a restarted broker processes the current LeaderAndIsr
-(maybe late).  A shadow partition (kip320, stepped without a checker: ``_ShadowBound``) tells the
+(maybe late).  A shadow partition (kip320, stepped without a checker: ``shadow_compactable_offset``) tells the
 generator who leads and who follows; the generated steps are the same for every variant.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from .bounds import short_repr
 from .replica import Role
-from .run import Replay
+from .partition import Partition
 from .scenario import Scenario, parse_partition, parse_scenario
 from .steps import parse_step
 from .variants import VARIANTS
@@ -137,41 +137,30 @@ def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) 
 SHADOW_COMPACT_EVERY = 64
 
 
-class _ShadowBound:
-    """The shadow's stand-in for a checker: the generator reads only who is alive, leads and
-    follows, which the partition alone decides, so the shadow steps the partition without
-    judging it (the checker was two thirds of a step, and its ghost state most of a shadow's
-    memory).  ``Replay.compact`` asks it for the prefix to compact: below every replica's
-    recovery point, HW, HW checkpoint and LEO (dead replicas included) and below the first
-    record of every parked acks=all produce, as the checker's bound, and identical on every
-    replica (compared directly instead of through the checker's ledger): no step truncates or
-    reads below it, so compacting it changes no later step of the partition."""
-
-    violations: list = []
-    losses: list = []
-
-    @staticmethod
-    def compactable_offset(p) -> int:
-        reps = list(p.replicas.values())
-        k = min(min(r.recovery_point, r.hw, r.hw_checkpoint, r.leo) for r in reps)
-        for r in reps:
-            if r.leadership is not None:
-                for ack in r.leadership.pending_acks:
-                    k = min(k, ack.first_offset)
-        start = p.compacted_offset
-        if k <= start:
-            return start
-        logs = [r.log for r in reps]
-        first = logs[0]
-        for o in range(start, k):
-            record = first[o]
-            if any(log[o] != record for log in logs[1:]):
-                return o
-        return k
-
-    @staticmethod
-    def compact(upto: int) -> None:
-        pass
+def shadow_compactable_offset(p: Partition) -> int:
+    """The prefix the shadow partition (stepped without a checker) can compact: the generator
+    reads only who is alive, leads and follows, which the partition alone decides, so the shadow
+    is never judged (the checker was two thirds of a step, and its ghost state most of a shadow's
+    memory).  Below every replica's recovery point, HW, HW checkpoint and LEO (dead replicas
+    included) and below the first record of every parked acks=all produce, as the checker's
+    bound, and identical on every replica (compared directly instead of through the checker's
+    ledger): no step truncates or reads below it, so compacting it changes no later step."""
+    reps = list(p.replicas.values())
+    k = min(min(r.recovery_point, r.hw, r.hw_checkpoint, r.leo) for r in reps)
+    for r in reps:
+        if r.leadership is not None:
+            for ack in r.leadership.pending_acks:
+                k = min(k, ack.first_offset)
+    start = p.compacted_offset
+    if k <= start:
+        return start
+    logs = [r.log for r in reps]
+    first = logs[0]
+    for o in range(start, k):
+        record = first[o]
+        if any(log[o] != record for log in logs[1:]):
+            return o
+    return k
 
 
 # Generated steps parsed for the shadow, by kind, arguments and assignment: steps are frozen, and
@@ -200,8 +189,7 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
     header = _draw_header(w, seed, partition, profile)  # the workload stream continues after it
     replicas, config, r = header["replicas"], header["config"], profile.rates
     _, assignment, parsed = parse_partition(header, "generator")
-    shadow = Replay(assignment, parsed, VARIANTS["kip320"]).partition
-    replay = Replay.of(shadow, _ShadowBound())  # compaction only: the shadow is never judged
+    shadow = Partition(assignment, parsed, VARIANTS["kip320"])
     next_compaction = SHADOW_COMPACT_EVERY
     late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
     emitted = produced = 0
@@ -265,7 +253,9 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
                     fetch["response"] = "lost"
                 emit({"fetch": fetch}, burst)
         if emitted >= next_compaction:  # an endless stream: keep the shadow's logs and caches a window
-            replay.compact(SHADOW_COMPACT_EVERY // 4)
+            upto = shadow_compactable_offset(shadow)
+            if upto - shadow.compacted_offset >= SHADOW_COMPACT_EVERY // 4:
+                shadow.compact(upto)
             next_compaction = emitted + SHADOW_COMPACT_EVERY
         yield burst
 
