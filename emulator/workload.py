@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 from .bounds import short_repr
 from .replica import Role
@@ -57,7 +57,7 @@ PROFILE_KEYS = ("description", "replicas", "steps", "min_insync_replicas", "acks
 
 def profile_from_mapping(name: str, p: Any) -> Profile:
     """Validate one profile of the profiles table (``conf/workloads.yaml``)."""
-    def fail(reason: str):
+    def fail(reason: str) -> NoReturn:
         raise ProfileError(f"profile {name}: {reason}")
 
     if not isinstance(p, dict):
@@ -110,7 +110,7 @@ def partition_header(seed: int, partition: int, profile: Profile) -> dict[str, A
 
 def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) -> dict[str, Any]:
     n = w.randint(*profile.replicas)
-    config = {
+    config: dict[str, Any] = {
         "min_insync_replicas": w.choice([m for m in profile.min_insync_replicas if m <= n] or [1]),
         "unclean_leader_election": w.random() < profile.unclean,
         "acks": w.choice(profile.acks),
