@@ -323,16 +323,27 @@ def group_key(key: tuple) -> tuple[str | None, int | None]:
 
 
 def events_from_frames(topic, partition, pdfs: Iterable) -> list[dict]:
-    """One group's event rows (Spark may split a group over several frames, in any order)."""
+    """One group's event rows (Spark may split a group over several frames, in any order):
+    from the ``PACKED_COLUMN`` the job hands over, or from the event columns themselves."""
     import pandas as pd
 
-    from streaming.schemas import CORRUPT_COLUMN, REASON_COLUMN
+    from streaming.schemas import CORRUPT_COLUMN, PACKED_COLUMN, REASON_COLUMN
 
     def text(v):
         return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
 
     events = []
     for pdf in pdfs:
+        if PACKED_COLUMN in pdf:
+            loads = json.loads
+            for packed in pdf[PACKED_COLUMN].tolist():
+                d = loads(packed)
+                event = {"topic": topic, "partition": partition, "seq": d.get("seq"), "type": d.get("type"),
+                         "args": d.get("args"), "raw": d.get(CORRUPT_COLUMN)}
+                if d.get(REASON_COLUMN) is not None:
+                    event["reason"] = d[REASON_COLUMN]
+                events.append(event)
+            continue
         raws = pdf[CORRUPT_COLUMN].tolist() if CORRUPT_COLUMN in pdf else [None] * len(pdf)
         reasons = pdf[REASON_COLUMN].tolist() if REASON_COLUMN in pdf else [None] * len(pdf)
         for seq, type_, args, raw, reason in zip(pdf["seq"].tolist(), pdf["type"].tolist(), pdf["args"].tolist(), raws, reasons):
@@ -552,6 +563,11 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     # available-now or once run, which must end when the input is drained, runs without one;
     # partitions still waiting for a sequence number are then reported from the state store.
     timeout = GroupStateTimeout.NoTimeout if trigger.drains else GroupStateTimeout.ProcessingTimeTimeout
+    from pyspark.sql.functions import struct, to_json
+
+    from streaming.schemas import PACKED_COLUMN, PACKED_FIELDS
+
+    events = events.select("topic", "partition", to_json(struct(*PACKED_FIELDS)).alias(PACKED_COLUMN))
     outputs = events.groupBy("topic", "partition").applyInPandasWithState(
         make_state_function(protocol, gap_timeout_ms if timeout == GroupStateTimeout.ProcessingTimeTimeout else None,
                             COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records, knobs),
