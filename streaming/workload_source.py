@@ -16,12 +16,16 @@ on whichever Python worker is free, and a worker that had not served the partiti
 regenerate its whole history: per-batch time grew with the length of the run.) After a restart
 the prefix is regenerated once.  The generator's shadow partition is stepped without a checker and
 its parsed steps are cached (``emulator.workload``): about half the cost per step of a full replay,
-and a fraction of its memory.
+and a fraction of its memory.  With two read tasks or more the source process hands the work to
+generator processes it forks once (``GENERATOR_PROCESSES``, one per core up to 4), each owning the
+same read tasks for the query's life, so a batch is generated on every core of the driver and
+no partition's generator ever moves.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -70,6 +74,100 @@ def _steps(seed: int, profile: Profile, spec: str, k: int, first: int, last: int
     del buffered[:first - 1 - before]  # forget the batches already served
     entry[2] = first - 1
     return steps
+
+
+def _chunk_rows(seed: int, profile: Profile, spec: str, partitions_n: int, b: int, first: int, last: int, k0: int) -> str:
+    """The rows of read task ``k0`` (partitions ``k0 .. k0 + PARTITIONS_PER_TASK - 1``) of batch ``b``
+    (seq ``first..last``; batch 0 also the headers), as the JSON its ``InputPartition`` carries."""
+    rows = []
+    for k in range(k0, min(k0 + PARTITIONS_PER_TASK, partitions_n)):
+        header = partition_header(seed, k, profile)
+        topic = header["topic"]
+        if b == 0:
+            args = {"scenario": header["name"], "replicas": header["replicas"], "config": header["config"]}
+            rows.append((topic, k, 0, HEADER_TYPE, json.dumps(args)))
+        steps = _steps(seed, profile, spec, k, first, last)
+        for seq, step in enumerate(steps, start=first):
+            (kind, args), = step.items()
+            rows.append((topic, k, seq, kind, json.dumps(args)))
+    return json.dumps(rows)
+
+
+def _plan(request: tuple, owner: int | None = None, owners: int = 1) -> list[tuple[int, int, str]]:
+    """``(b, k0, rows)`` of every read task of batches ``start..end - 1`` (of the tasks that
+    generator process ``owner`` of ``owners`` keeps, when given)."""
+    seed, name, spec, partitions_n, steps_per_batch, max_steps, start, end = request
+    profile = _profile(name, spec)
+    out = []
+    for b in range(start, end):
+        first, last = b * steps_per_batch + 1, (b + 1) * steps_per_batch
+        if max_steps is not None:
+            last = min(last, max_steps)
+        for task, k0 in enumerate(range(0, partitions_n, PARTITIONS_PER_TASK)):
+            if owner is None or task % owners == owner:
+                out.append((b, k0, _chunk_rows(seed, profile, spec, partitions_n, b, first, last, k0)))
+    return out
+
+
+# Generator processes: the source process forks them at its first batch with two read tasks or
+# more, and each keeps the generators of the tasks it owns (task i: process i mod n) for the
+# query's life, so a batch is generated on n cores at once and every partition's generator stays
+# where it was (a process that had not served a partition would regenerate its whole history).
+# They end with the source process: when their pipe closes, or within a second of it being gone.
+GENERATOR_PROCESSES = max(1, min(4, os.cpu_count() or 1))
+_WORKERS: list = []
+
+
+def _serve(conn, owner: int, owners: int, inherited: list) -> None:
+    """A generator process: plan requests in, its tasks' rows out, until the source process is gone."""
+    for c in inherited:  # the source process's ends of every pipe: held here, they would never close
+        c.close()
+    source = os.getppid()
+    while True:
+        try:
+            while not conn.poll(1.0):
+                if os.getppid() != source:
+                    return
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            conn.send(("ok", _plan(request, owner, owners)))
+        except Exception as exc:  # the source process raises it (the query fails, as in-process)
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _workers(n: int) -> list:
+    if not _WORKERS:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        for owner in range(n):
+            parent, child = ctx.Pipe()
+            inherited = [c for _, c in _WORKERS] + [parent]
+            proc = ctx.Process(target=_serve, args=(child, owner, n, inherited), daemon=True,
+                               name=f"replemu-generator-{owner}")
+            proc.start()
+            child.close()
+            _WORKERS.append((proc, parent))
+    return _WORKERS
+
+
+def _plan_everywhere(request: tuple) -> list[tuple[int, int, str]]:
+    """``_plan(request)``, by the generator processes when the batch has two read tasks or more."""
+    tasks = -(-request[3] // PARTITIONS_PER_TASK)
+    if GENERATOR_PROCESSES < 2 or tasks < 2:
+        return _plan(request)
+    workers = _workers(min(GENERATOR_PROCESSES, tasks) if not _WORKERS else len(_WORKERS))
+    for _, conn in workers:
+        conn.send(request)
+    out = []
+    for proc, conn in workers:
+        status, value = conn.recv()
+        if status != "ok":
+            raise RuntimeError(f"workload generator process {proc.name}: {value}")
+        out.extend(value)
+    return sorted(out, key=lambda t: (t[0], t[1]))
 
 
 class WorkloadDataSource(DataSource):
@@ -124,26 +222,9 @@ class WorkloadStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict):
         """The micro-batch's rows, generated here (see the module note), in tasks of
         ``PARTITIONS_PER_TASK`` partitions."""
-        profile = _profile(self.profile, self.profile_spec)
-        out = []
-        for b in range(start["batch"], end["batch"]):
-            first, last = b * self.steps_per_batch + 1, (b + 1) * self.steps_per_batch
-            if self.max_steps is not None:
-                last = min(last, self.max_steps)
-            for k0 in range(0, self.partitions_n, PARTITIONS_PER_TASK):
-                rows = []
-                for k in range(k0, min(k0 + PARTITIONS_PER_TASK, self.partitions_n)):
-                    header = partition_header(self.seed, k, profile)
-                    topic = header["topic"]
-                    if b == 0:
-                        args = {"scenario": header["name"], "replicas": header["replicas"], "config": header["config"]}
-                        rows.append((topic, k, 0, HEADER_TYPE, json.dumps(args)))
-                    steps = _steps(self.seed, profile, self.profile_spec, k, first, last)
-                    for seq, step in enumerate(steps, start=first):
-                        (kind, args), = step.items()
-                        rows.append((topic, k, seq, kind, json.dumps(args)))
-                out.append(InputPartition(json.dumps(rows)))
-        return out
+        request = (self.seed, self.profile, self.profile_spec, self.partitions_n, self.steps_per_batch, self.max_steps,
+                   start["batch"], end["batch"])
+        return [InputPartition(rows) for _, _, rows in _plan_everywhere(request)]
 
     def read(self, partition) -> Iterator[tuple]:
         for row in json.loads(partition.value):
