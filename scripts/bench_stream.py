@@ -98,6 +98,45 @@ def noop_stream(spark, events_dir: Path, checkpoint: Path) -> list[dict]:
     return [p for p in query.recentProgress if p["numInputRows"] > 0]
 
 
+def cpu_seconds() -> float:
+    """CPU seconds used so far by this process, the Spark JVM and its Python processes (those that
+    ended counted through their parent's children times): a query's cost that other programs
+    on the machine do not inflate, unlike its wall time."""
+    return sum(cpu_split())
+
+
+def cpu_split() -> tuple[float, float, float]:
+    """``cpu_seconds`` as (this driver process, the JVM's own threads, the Python processes)."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                children.setdefault(int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    driver = jvm = python = 0
+    todo = [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            name, rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        fields = rest.split()
+        own, reaped = int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])  # utime+stime, cutime+cstime
+        if pid == os.getpid():
+            driver += own + reaped
+        elif name.endswith("(java"):
+            jvm, python = jvm + own, python + reaped  # its children are the Python processes
+        else:
+            python += own + reaped
+        todo.extend(children.get(pid, []))
+    return driver / tick, jvm / tick, python / tick
+
+
 def durations(progress: list[dict]) -> list[float]:
     return [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
 
@@ -176,9 +215,12 @@ def mode_throughput(spark, args, work: Path) -> None:
 
     # Warm the JVM with a throwaway no-op run first, so neither measured query pays for it.
     noop_stream(spark, work / "events", work / "ckpt-warm-up")
+    cpu0 = cpu_split()
     stats_b = run_stream(work / "events", work / "out", work / "ckpt", args.protocol, max_files_per_trigger=1, spark=spark,
                          quiet=True)
+    cpu1 = cpu_split()
     progress_c = noop_stream(spark, work / "events", work / "ckpt-noop")
+    cpu2 = cpu_split()
     db, dc = [s.duration_s for s in stats_b if s.input_rows], durations(progress_c)
     b, c = total / sum(db), total / sum(dc)
     print(f"{'':40} {'events/s':>10} {'batch p50 s':>12} {'batch p95 s':>12}")
@@ -192,6 +234,18 @@ def mode_throughput(spark, args, work: Path) -> None:
     print(f"b/c = {b / c:.2f} (target >= 0.5: {verdict(b / c >= 0.5)})   b/a = {b / a:.2f} (target >= 0.3: {verdict(b / a >= 0.3)})   "
           f"p50 {statistics.median(db):.2f} s at {args.events // args.batches} events/partition/batch "
           f"(target <= 2 s: {verdict(statistics.median(db) <= 2)}); first batch (b) {db[0]:.2f} s, (c) {dc[0]:.2f} s", flush=True)
+    _cpu_line(cpu0, cpu1, cpu2, len(db), len(dc))
+
+
+def _cpu_line(cpu0: tuple, cpu1: tuple, cpu2: tuple, nb: int, nc: int) -> None:
+    """CPU seconds per micro-batch of (b) and (c), whole and split (driver / JVM / Python processes)."""
+    import os
+
+    b = [(y - x) / nb for x, y in zip(cpu0, cpu1)]
+    c = [(y - x) / nc for x, y in zip(cpu1, cpu2)]
+    print(f"CPU seconds per batch, driver + JVM + Python processes (not inflated by other programs): "
+          f"(b) {sum(b):.2f} = {b[0]:.2f} + {b[1]:.2f} + {b[2]:.2f}, (c) {sum(c):.2f} = {c[0]:.2f} + {c[1]:.2f} + {c[2]:.2f}: "
+          f"c/b = {sum(c) / sum(b):.2f}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
 def _workload_stream(spark, work: Path, partitions: int, steps_per_batch: int, batches: int, protocol: str,
@@ -256,9 +310,12 @@ def mode_workload(spark, args, work: Path) -> None:
     options = workload_options(profile, args.seed, p, k, max_steps=k * n)
     # Warm the JVM with a short no-op run first, so neither measured query pays for it.
     noop_workload_stream(spark, {**options, "max_steps": k}, work / "ckpt-warm-up")
+    cpu0 = cpu_split()
     stats = _workload_stream(spark, work, p, k, n, args.protocol, args.seed)
+    cpu1 = cpu_split()
     db = [s.duration_s for s in stats]
     progress_c = noop_workload_stream(spark, options, work / "ckpt-noop")
+    cpu2 = cpu_split()
     dc = durations(progress_c)
     total = p * k * n
     b, c = total / sum(db), total / sum(dc)
@@ -272,6 +329,7 @@ def mode_workload(spark, args, work: Path) -> None:
           f"p50 {pb:.2f} s (target <= 2 s: {verdict(pb <= 2)}); first batch (b) {db[0]:.2f} s, (c) {dc[0]:.2f} s", flush=True)
     print(f"(b) late/early = {late / early:.2f} (target <= 1.25: {verdict(late / early <= 1.25)}); state "
           f"{state_per_partition(spark, work / 'ckpt') / 1024:.1f} KiB per partition (statestore reader)", flush=True)
+    _cpu_line(cpu0, cpu1, cpu2, len(db), len(dc))
     print("(b) per-batch seconds: " + " ".join(f"{x:.1f}" for x in db), flush=True)
     print("(c) per-batch seconds: " + " ".join(f"{x:.1f}" for x in dc), flush=True)
     import json
