@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable
 
+from ._build import mypyc_attr
+from .bugs import UndeclaredChange as UndeclaredChange  # defined where it is never compiled
 from .effects import (
     Acked, Appended, CacheChanged, Effect, EpochReused, IsrWritten, LeaderHw, LeadershipEnded, PowerLoss,
     RoleChanged, Truncated, UncleanElection,
@@ -46,11 +48,6 @@ class Judging(str, Enum):
     INCREMENTAL = "incremental"  # only those whose declared inputs the step changed
     FULL = "full"  # every invariant after every step
     VERIFY = "verify"  # incremental, then full, and the inputs compared before and after: any disagreement raises
-
-
-class UndeclaredChange(AssertionError):
-    """A step changed an invariant's input its declaration (``invariants.STEP_CHANGES``) misses, or
-    full judging found a violation incremental judging skipped: the declarations are wrong."""
 
 
 def _logs(p: "Partition") -> Any:
@@ -112,6 +109,7 @@ class AckInfo:
     lost_by_power: int = 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled too, Cls.__new__(Cls) then does not run __init__ (copies)
 class Checker:
     """The checker's ghost state and findings for one partition (see the module docstring)."""
 

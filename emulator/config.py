@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
+from ._build import rebuilt
 from .bounds import INT32_MAX, INT64_MAX, short_repr
 from .steps import is_acks, is_int, normalise_acks
 from .variants import KnobError, parse_knob_assignments
@@ -28,6 +29,9 @@ class Config:
     log_flush: str = "every_step"  # every_step | explicit
     replica_lag_time_max_ms: int = 10000
     knobs: tuple[tuple[str, Any], ...] = ()  # protocol knobs this partition sets (docs/protocol.md)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)  # pickled as its fields (compiled, the default would set them through __setattr__)
 
 
 def _knobs(v: Any) -> tuple[tuple[str, Any], ...]:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
+
+from ._build import mypyc_attr
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -43,12 +45,13 @@ def _epoch(entry: "EpochEntry") -> int:
     return entry.epoch
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled too, Cls.__new__(Cls) then does not run __init__ (copies)
 class LeaderEpochCache:
     """A replica's list of ``EpochEntry``, strictly increasing in epoch and start offset."""
 
     __slots__ = ("semantics", "_entries", "_ordered")
 
-    def __init__(self, semantics: str, entries: Iterable[tuple[int, int]] = ()) -> None:
+    def __init__(self, semantics: str, entries: Iterable[Sequence[int]] = ()) -> None:
         if semantics not in CACHE_SEMANTICS:
             raise ValueError(f"unknown epoch-cache semantics {semantics!r}")
         self.semantics = semantics

@@ -36,6 +36,7 @@ import zlib
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable, NamedTuple
 
+from ._build import rebuilt
 from .checker import AckInfo
 from .config import Config
 from .epoch_cache import LeaderEpochCache
@@ -104,6 +105,9 @@ class Bounds:
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)  # pickled as its fields (compiled, the default would set them through __setattr__)
+
 
 @dataclass(frozen=True)
 class Space:
@@ -138,6 +142,9 @@ class Space:
     @property
     def explicit_flushes(self) -> bool:
         return self.config.log_flush == "explicit"
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)  # pickled as its fields (compiled, the default would set them through __setattr__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .bugs import EmulatorBug as EmulatorBug  # defined where it is never compiled
 from .effects import RoleChanged
 from .epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from .leader import maybe_expand_isr, maybe_increment_high_watermark, stop_leading, update_follower_fetch_state
@@ -15,10 +16,6 @@ from .steps import Fetch, FetchResponse
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition
-
-
-class EmulatorBug(RuntimeError):
-    """A precondition of the emulator's own code was broken (not a protocol finding)."""
 
 
 def skip_become_follower(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Iterator
 
+from ._build import mypyc_attr
 from .effects import Appended, CacheChanged, Truncated
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
@@ -23,6 +24,7 @@ class CompactedOffsetError(IndexError):
     """An offset below the compacted prefix was read: an emulator bug, never a finding."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled too, Cls.__new__(Cls) then does not run __init__ (copies)
 class Log:
     __slots__ = ("start", "end", "_records", "_before")
 

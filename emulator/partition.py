@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import controller, follower, leader, recovery, replica_manager
+from ._build import mypyc_attr
 from .config import Config
 from .controller import Controller
 from .effects import Effect
@@ -64,6 +65,7 @@ class StepOutcome:
     kind: StepKind
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled too, Cls.__new__(Cls) then does not run __init__ (copies)
 class Partition:
     """The controller and replicas of one partition, stepped by scenario steps."""
 

@@ -69,7 +69,7 @@ def crash(p: "Partition", step: Crash) -> None:
     if rep.alive:
         lose_memory(p, rep)
         rep.alive = False
-        p.event("Crash", replica=rep.id, mode=step.mode.value)
+        p.event("Crash", replica=rep.id, mode=CrashMode(step.mode).value)
     elif step.mode is CrashMode.PROCESS:
         p.error("REPLICA_NOT_AVAILABLE")
         return

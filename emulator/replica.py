@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ._build import mypyc_attr
 from .epoch_cache import LeaderEpochCache
 from .log import Log
 
@@ -67,6 +68,7 @@ class LeaderState:
                            list(self.pending_acks), self.highest_hw)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled too, Cls.__new__(Cls) then does not run __init__ (copies)
 class Replica:
     """One broker's copy of the partition: its log, HW, checkpoints and epoch cache."""
 

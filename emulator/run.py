@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ._build import mypyc_attr
 from .checker import Checker, Judging, input_values
 from .config import Config
 from .effects import Effect
@@ -34,6 +35,7 @@ class Compaction:
     cold_cache: dict[int, list[tuple[int, int]]]  # replica -> [(epoch, start_offset), ...]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled too, Cls.__new__(Cls) then does not run __init__ (copies)
 class Replay:
     """A partition and the checker that observes it: the unit every engine steps."""
 
@@ -44,7 +46,7 @@ class Replay:
 
     @classmethod
     def of(cls, partition: Partition, checker: Checker) -> "Replay":
-        replay = cls.__new__(cls)
+        replay = Replay.__new__(Replay)  # (mypyc cannot compile cls.__new__(cls))
         replay.partition, replay.checker = partition, checker
         return replay
 

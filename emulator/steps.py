@@ -81,7 +81,7 @@ class Produce:
 class Fetch:
     replica: int
     max_records: int | None = None
-    response: FetchResponse = FetchResponse.DELIVERED
+    response: FetchResponse | str = FetchResponse.DELIVERED  # a str becomes the member (__post_init__)
     kind = StepKind.FETCH
 
     def __post_init__(self) -> None:
@@ -116,7 +116,7 @@ class Flush:
 @dataclass(frozen=True, slots=True)
 class Crash:
     replica: int
-    mode: CrashMode = CrashMode.PROCESS
+    mode: CrashMode | str = CrashMode.PROCESS  # a str becomes the member (__post_init__)
     kind = StepKind.CRASH
 
     def __post_init__(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from ._build import rebuilt
 from .bounds import short_repr
 
 
@@ -124,6 +125,9 @@ class ProtocolVariant:
                 raise KnobError(f"unknown knob {short_repr(name)} (known: {', '.join(KNOBS)})")
             values[name] = KNOBS[name].parse(text)
         return replace(self, **values) if values else self
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)  # pickled as its fields (compiled, the default would set them through __setattr__)
 
 
 assert {f.name for f in fields(ProtocolVariant)} - {"name"} == set(KNOBS)

@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Sequence
 
+import emulator
 from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
 from emulator.bounds import short_list
 from emulator.variants import KNOBS, KnobError, parse_knob_assignments
@@ -43,9 +44,26 @@ def _add_knob(parser: argparse.ArgumentParser) -> None:
                              f"config.knobs); knobs: {', '.join(KNOBS)} (docs/protocol.md)")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version and which build of the core runs (looked up only when asked)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("replemu")
+        except PackageNotFoundError:
+            number = "(not installed)"
+        why = f" ({emulator.BUILD_REASON})" if emulator.BUILD_REASON else ""
+        print(f"replemu {number}, core: {emulator.BUILD}{why}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="replemu", description="Kafka replication emulator (HW truncation, KIP-101, KIP-279, KIP-320). "
                      "Docs: docs/ in the source tree (README.md, docs/protocol.md, docs/scenario-format.md, docs/steps.md).")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version and which build of the core runs (compiled with mypyc, or pure Python)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="replay scenario files under one or all protocol variants")
     run.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files")

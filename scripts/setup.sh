@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) and install replemu with its pinned dependencies. Idempotent:
-# re-running only reinstalls when pyproject.toml changed since the last install.
+# Create .venv (Python 3.11) and install replemu with its pinned dependencies, the core (emulator/)
+# compiled with mypyc when a C compiler works, else pure Python: the last line says which.
+# Idempotent: re-running reinstalls only when pyproject.toml or setup.py changed since the last
+# install, and rebuilds the core when emulator/*.py changed since it was built (in between, the
+# core runs from the .py files with a warning: emulator/_build.py never runs a stale build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3.11}"
@@ -9,14 +12,45 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($PYTHON --version)"
   "$PYTHON" -m venv .venv
 fi
+# One setup at a time (a test run and a shell may both start one).
+exec 9>.venv/.replemu-setup.lock
+! command -v flock >/dev/null 2>&1 || flock 9
+# The stamp: what the last install was made from (pyproject.toml and setup.py; the core's sources)
+# and how the core was built: compiled, pure-here (no mypyc or C compiler here: rebuilding cannot
+# help) or pure-sources (mypyc or the compiler failed on these sources: try again once they change).
 stamp=.venv/.replemu-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setup: installing replemu and its dependencies into .venv (a minute or two on a fresh machine)"
+inputs="$(cat pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
+core="$(cat emulator/*.py | sha256sum | cut -d' ' -f1)"
+last_inputs="" last_core="" last_build=""
+[ ! -f "$stamp" ] || read -r last_inputs last_core last_build <"$stamp" || true
+why=""
+if [ "$last_inputs" != "$inputs" ]; then
+  why="installing replemu and its dependencies into .venv (a few minutes on a fresh machine, the mypyc build included)"
+elif [ "$last_core" != "$core" ] && [ "$last_build" != "pure-here" ]; then
+  why="emulator/*.py changed since the core was built: building it again (a minute or two)"
+fi
+if [ -n "$why" ]; then
+  echo "setup: $why"
   log=.venv/pip-install.log
-  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[dev]"; } >"$log" 2>&1; then
+  # The old build goes first: a build that ends in pure Python must not leave stale modules behind.
+  rm -f emulator/*.so emulator/_compiled_from.txt
+  # setup.py compiles with the mypyc of .venv (same pin as pyproject.toml's dev extra): no build isolation.
+  if ! { .venv/bin/python -m pip install --upgrade pip \
+         && .venv/bin/python -m pip install "setuptools==80.9.0" "mypy==2.4.1" \
+         && .venv/bin/python -m pip install -v --no-build-isolation -e ".[dev]"; } >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "setup: pip install failed; the full log is $log" >&2
     exit 1
   fi
-  touch "$stamp"
+  said="$(grep -h "^ *replemu build:" "$log" | tail -n 1 | sed 's/^ *replemu build: //')"
+  echo "setup: ${said:-no word from setup.py on the core (see $log)}"
+  if ls emulator/*.so >/dev/null 2>&1; then
+    build=compiled
+  elif [[ "$said" == *"no working C compiler"* || "$said" == *"is not installed where this build runs"* ]]; then
+    build=pure-here
+  else
+    build=pure-sources
+  fi
+  echo "$inputs $core $build" >"$stamp"
 fi
+echo "setup: the core runs $(.venv/bin/python -c 'import emulator; print(emulator.BUILD)' 2>/dev/null || echo '(not importable)')"

@@ -6,20 +6,23 @@ re-election among them, take minutes: ``scripts/explore_targets.py`` runs them.)
 
 from __future__ import annotations
 
-import copy
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import yaml
 
-from conftest import replemu
-from emulator import leader as leader_rules
+from conftest import ROOT, replemu
 from emulator.config import Config
 from emulator.explore import (
     SEPARATOR, Bounds, Counters, Space, digest, enabled_codes, encode, replay_path, root, search_local, step_of,
 )
 from emulator import explore as explore_module
 from emulator.run import effective_variant
+from emulator.state import from_document, to_document
 from emulator.steps import StepKind
 
 TINY = Bounds(depth=4, records=1, epochs=1, crashes=1)
@@ -33,9 +36,11 @@ def space(protocol: str, replicas: int = 2, bounds: Bounds = TINY, alphabet=None
 
 
 def brute_force(sp: Space) -> tuple[list[int], dict[str, tuple[int, str]]]:
-    """Every path up to the depth bound, walked one by one on deep copies of live replays (no
-    state is encoded and decoded, nothing is merged): the depth at which each distinct state is
-    first reached, and per invariant the smallest (depth, path) where a step breaks it."""
+    """Every path up to the depth bound, walked one by one on copies of live replays through the
+    checkpoint document (not the search's state encoding or its ``clone``; nothing is merged): the
+    depth at which each distinct state is first reached, and per invariant the smallest
+    (depth, path) where a step breaks it.  (Not ``copy.deepcopy``: the compiled core's objects
+    cannot be deep-copied.)"""
     replay, counters, _steps, _broken = root(sp)
     first_seen = {digest(encode(replay, counters)): 0}
     violations: dict[str, tuple[int, str]] = {}
@@ -45,7 +50,7 @@ def brute_force(sp: Space) -> tuple[list[int], dict[str, tuple[int, str]]]:
         if depth > sp.bounds.depth:
             return
         for code in enabled_codes(sp, replay, counters):
-            child = copy.deepcopy(replay)
+            child = from_document(to_document(replay))
             child.checker.violated.clear()
             child.checker.reported_losses.clear()
             child.checker.loss_cursor = None
@@ -131,25 +136,36 @@ def test_spark_work_dir_of_another_search_is_refused(spark, tmp_path):
         search_spark(spark, space("hw", bounds=Bounds(depth=1, records=2, epochs=1, crashes=0)), work)
 
 
-def test_a_broken_rule_is_caught_at_the_depth_worked_out_by_hand(monkeypatch):
+def test_a_broken_rule_is_caught_at_the_depth_worked_out_by_hand():
     """A leader that advances its HW to its LEO without waiting for its followers commits a
-    record no follower has: StrongIsr breaks at the first produce, depth 1."""
-    sp = space("kip320", bounds=Bounds(depth=3, records=1, epochs=1, crashes=0))
-    assert "StrongIsr" not in search_local(sp).violations
+    record no follower has: StrongIsr breaks at the first produce, depth 1.  The rule is replaced
+    in the pure-Python core, in a process of its own (REPLEMU_PURE=1): compiled modules call
+    each other directly, past an attribute patched on a module."""
+    code = textwrap.dedent("""
+        from emulator import leader as leader_rules
+        from emulator.config import Config
+        from emulator.effects import LeaderHw
+        from emulator.explore import Bounds, Space, search_local
+        from emulator.run import effective_variant
 
-    def eager(p, leader):
-        old = leader.hw
-        leader.hw = max(leader.hw, leader.leo)
-        if leader.hw > old:
-            from emulator.effects import LeaderHw
+        sp = Space((1, 2), Config(), effective_variant("kip320", Config()), Bounds(depth=3, records=1, epochs=1, crashes=0))
+        print("StrongIsr" in search_local(sp).violations)
 
-            p.effect(LeaderHw(leader.id, leader.hw))
-        return leader.hw > old
+        def eager(p, leader):
+            old = leader.hw
+            leader.hw = max(leader.hw, leader.leo)
+            if leader.hw > old:
+                p.effect(LeaderHw(leader.id, leader.hw))
+            return leader.hw > old
 
-    monkeypatch.setattr(leader_rules, "maybe_increment_high_watermark", eager)
-    outcome = search_local(sp)
-    assert outcome.violations["StrongIsr"][0] == 1
-    assert outcome.violations["StrongIsr"][1].startswith("P1")
+        leader_rules.maybe_increment_high_watermark = eager
+        depth, path = search_local(sp).violations["StrongIsr"]
+        print(depth, path.startswith("P1"))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "REPLEMU_PURE": "1"},
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "1", "True"]
 
 
 def test_replay_path_rebuilds_the_contract_steps():
