@@ -138,7 +138,8 @@ class Checker:
         # Per-step findings of the event-driven invariants: name -> first detail.
         self.findings: dict[str, str] = {}
         # Replicas whose epoch cache must be re-checked against their log, and from which
-        # offset: 0 after a cache change, the append's base offset after a plain append.
+        # offset: what a cache change reports (``CacheChanged.from_offset``), the append's base
+        # offset after a plain append.
         self.dirty_caches: dict[int, int] = {}
         # Replicas started from files whose cache no step has judged yet (their first append does).
         self.unjudged_caches: set[int] = set()
@@ -158,6 +159,7 @@ class Checker:
         if self.judging is Judging.INCREMENTAL:
             return self.judge_changed(p, changed, outcome.step)
         if self.judging is Judging.FULL:
+            self.dirty_caches = dict.fromkeys(p.replicas, 0)  # every cache entry, every step
             return self.judge(p, Tier.STEP, outcome.step)
         return self._verify(p, changed, outcome, before)
 
@@ -184,6 +186,7 @@ class Checker:
             if undeclared:
                 raise UndeclaredChange(f"step {outcome.step} ({outcome.kind.value}) changed {undeclared}, which it does not declare")
         fired = self.judge_changed(p, changed, outcome.step)
+        self.dirty_caches = dict.fromkeys(p.replicas, 0)  # full judging checks every cache entry
         missed = [inv.name for _reads, inv in STEP_TIER if inv.name not in self.violated and inv.check(p, self) is not None]
         if missed:
             raise UndeclaredChange(f"step {outcome.step} ({outcome.kind.value}): {missed} broken but not judged (their inputs were not declared changed)")
@@ -225,7 +228,12 @@ class Checker:
             elif isinstance(e, Truncated):
                 self._truncated(e)
             elif isinstance(e, CacheChanged):
-                self.dirty_caches[e.replica] = 0
+                rid = e.replica
+                if rid in self.unjudged_caches:  # started from files: judged whole once
+                    self.unjudged_caches.discard(rid)
+                    self.dirty_caches[rid] = 0
+                else:
+                    self.dirty_caches[rid] = min(self.dirty_caches.get(rid, e.from_offset), e.from_offset)
             elif isinstance(e, Acked):
                 self._acked(p, e)
             elif isinstance(e, LeadershipEnded):
@@ -317,7 +325,6 @@ class Checker:
         # A plain append can only invalidate cache entries that start at or above its base (an
         # entry assigned at election, ahead of the log); a cache change marks the whole cache.
         if rep.cache.latest_start() >= base or rid in self.unjudged_caches:
-            self.unjudged_caches.discard(rid)
             dirty = self.dirty_caches
             dirty[rid] = min(dirty.get(rid, base), base)
 

@@ -32,7 +32,11 @@ class Truncated(NamedTuple):
 
 
 class CacheChanged(NamedTuple):
+    """``replica``'s epoch cache changed; its entries starting below ``from_offset`` (but the
+    last of them) are as they were (0: any entry may have changed)."""
+
     replica: int
+    from_offset: int
 
 
 class LeaderHw(NamedTuple):

@@ -86,6 +86,15 @@ class LeaderEpochCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def changed_from(self, index: int) -> int:
+        """For ``CacheChanged``, when the entries before ``index`` are as they were before a
+        write (an ordered cache's writes pop a suffix and append): the start offset of entry
+        ``index`` (past the last entry when there is none); 0 for an unordered cache, whose
+        writes may remove any entry."""
+        if not self._ordered:
+            return 0
+        return self._entries[index].start_offset if index < len(self._entries) else self.latest_start() + 1
+
     def latest_start(self) -> int:
         """The last entry's start offset, or -1 when the cache is empty."""
         return self._entries[-1].start_offset if self._entries else -1

@@ -56,7 +56,7 @@ def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
             if p.variant.reset_remote_leo_on_reelection:
                 ls.remote_leo[f] = UNKNOWN_OFFSET
     if p.variant.assign_epoch_on_election and rep.cache.assign(rep.leader_epoch, rep.leo):
-        p.effect(CacheChanged(rep.id))
+        p.effect(CacheChanged(rep.id, rep.cache.changed_from(len(rep.cache) - 1)))
     p.event("BecomeLeader", replica=rep.id, epoch=rep.leader_epoch, new_leader=new_leader)
     p.effect(LeaderHw(rep.id, rep.hw))
     maybe_increment_high_watermark(p, rep)

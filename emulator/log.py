@@ -117,13 +117,16 @@ def append(p: "Partition", rep: "Replica", base: int, records: list[Record]) -> 
     cache = rep.cache
     last_epoch = None
     changed = False
+    kept = len(cache)  # entries no assignment popped
     for i, (epoch, _) in enumerate(records):
         if epoch != last_epoch:
-            changed |= cache.assign(epoch, base + i)
+            if cache.assign(epoch, base + i):
+                changed = True
+                kept = min(kept, len(cache) - 1)
             last_epoch = epoch
     p.effect(Appended(rep.id, base, previous, log.end))
     if changed:
-        p.effect(CacheChanged(rep.id))
+        p.effect(CacheChanged(rep.id, cache.changed_from(kept)))
 
 
 def cut(p: "Partition", rep: "Replica", new_leo: int) -> None:
@@ -148,6 +151,6 @@ def truncate_to(p: "Partition", rep: "Replica", offset: int, rule: str) -> None:
         cut(p, rep, new_leo)
         p.event("Truncation", replica=rep.id, from_leo=before, to=new_leo, rule=rule)
     if rep.cache.truncate_from_end(offset):
-        p.effect(CacheChanged(rep.id))
+        p.effect(CacheChanged(rep.id, rep.cache.changed_from(len(rep.cache))))
     rep.hw = min(rep.hw, offset)
     rep.recovery_point = min(rep.recovery_point, offset)

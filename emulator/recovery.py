@@ -90,7 +90,7 @@ def restart(p: "Partition", step: Restart) -> None:
     rep.hw = min(rep.hw_checkpoint, rep.leo)
     rep.recovery_point = min(rep.recovery_point, rep.leo)
     if rep.cache.truncate_from_end(rep.leo):
-        p.effect(CacheChanged(rep.id))
+        p.effect(CacheChanged(rep.id, rep.cache.changed_from(len(rep.cache))))
     rep.fresh_after_restart = True
     rep.processed_leader_and_isr = False
     current = p.controller.current_request()
