@@ -57,9 +57,10 @@ def c_compiler_problem() -> str | None:
     return None
 
 
-# Stands for mypyc's extensions until build_ext runs: setup.py also runs for the metadata, and
-# mypyc (type check and C generation, ~20 s) is needed only for the build.
+# Stands for mypyc's extensions until a build needs them: setup.py also runs for the metadata
+# (and finalizes build_ext there), and mypyc (type check and C generation, ~20 s) serves builds only.
 PENDING = Extension("emulator._pending_mypyc_build", sources=[])
+BUILDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "install", "develop"}
 
 
 class BuildExt(build_ext):
@@ -71,7 +72,7 @@ class BuildExt(build_ext):
     modules: list[str] = []
 
     def finalize_options(self) -> None:
-        if self.distribution.ext_modules == [PENDING]:
+        if self.distribution.ext_modules == [PENDING] and BUILDS & set(self.distribution.commands):
             self.distribution.ext_modules = mypyc_extensions()
         super().finalize_options()
 
@@ -121,7 +122,7 @@ def mypyc_extensions() -> list[Extension]:
     try:
         return mypycify([f"emulator/{name}" for name in names], group_name="emulator._native", opt_level="3")
     except SystemExit:  # mypyc printed the type errors and exited
-        say("pure-Python core (mypyc could not compile emulator/: its errors are above)")
+        say("pure-Python core (mypyc could not compile emulator/: see the errors it printed)")
     except Exception as e:
         say(f"pure-Python core (mypyc could not compile emulator/: {type(e).__name__}: {e})")
     return []

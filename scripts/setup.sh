@@ -17,7 +17,8 @@ exec 9>.venv/.replemu-setup.lock
 ! command -v flock >/dev/null 2>&1 || flock 9
 # The stamp: what the last install was made from (pyproject.toml and setup.py; the core's sources)
 # and how the core was built: compiled, pure-here (no mypyc or C compiler here: rebuilding cannot
-# help) or pure-sources (mypyc or the compiler failed on these sources: try again once they change).
+# help; remove the stamp to try again) or pure-sources (mypyc or the compiler failed on these
+# sources: try again once they change).
 stamp=.venv/.replemu-installed
 inputs="$(cat pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
 core="$(cat emulator/*.py | sha256sum | cut -d' ' -f1)"
@@ -50,6 +51,7 @@ if [ -n "$why" ]; then
     build=pure-here
   else
     build=pure-sources
+    grep -h ": error:" "$log" | sed 's/^ */  /' | sort -u | head -n 20 || true
   fi
   echo "$inputs $core $build" >"$stamp"
 fi
