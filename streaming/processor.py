@@ -107,14 +107,29 @@ class OutputRows:
         return json.dumps({**self.constants(), "kinds": kinds}, separators=(",", ":")).encode("utf-8")
 
 
+# Payloads decoded into Python lists before they become Arrow columns: a micro-batch's rows as
+# Python objects are many times their Arrow size, so the sink converts every this many payloads
+# and holds Arrow, not a whole batch of Python values (at 10,000 partitions, hundreds of MiB).
+PAYLOADS_PER_CHUNK = 256
+
+
 def tables_from_payloads(payloads: Iterable[bytes]) -> tuple[dict[str, Any], int]:
-    """Many groups' payloads (``OutputRows.payload``) -> one Arrow table per kind (``arrow_schema``),
-    rows in payload order, and how many partitions had rows other than quarantine."""
+    """Many groups' payloads (``OutputRows.payload``) -> one Arrow table per kind (``arrow_schema``;
+    a chunk per ``PAYLOADS_PER_CHUNK`` payloads, which the sink's sort joins), rows in payload
+    order, and how many partitions had rows other than quarantine."""
     import pyarrow as pa
 
     cols: dict[str, dict[str, list]] = {}
+    parts: dict[str, list] = {}
     touched = set()
-    for raw in payloads:
+
+    def convert() -> None:
+        for kind, c in cols.items():
+            schema = arrow_schema(kind)
+            parts.setdefault(kind, []).append(pa.table([pa.array(c[f.name], f.type) for f in schema], schema=schema))
+        cols.clear()
+
+    for i, raw in enumerate(payloads, start=1):
         doc = json.loads(bytes(raw).decode("utf-8"))
         const = {c: doc[c] for c in GROUP_CONSTANTS}
         if any(kind != "quarantine" for kind in doc["kinds"]):
@@ -126,10 +141,10 @@ def tables_from_payloads(payloads: Iterable[bytes]) -> tuple[dict[str, Any], int
                 target = cols[kind] = {c: [] for c in KIND_COLUMNS[kind]}
             for c in KIND_COLUMNS[kind]:
                 target[c].extend([const[c]] * n if c in const else part["columns"][c])
-    tables = {}
-    for kind, c in cols.items():
-        schema = arrow_schema(kind)
-        tables[kind] = pa.table([pa.array(c[f.name], f.type) for f in schema], schema=schema)
+        if i % PAYLOADS_PER_CHUNK == 0:
+            convert()
+    convert()
+    tables = {kind: pa.concat_tables(chunks) if len(chunks) > 1 else chunks[0] for kind, chunks in parts.items()}
     return tables, len(touched)
 
 
