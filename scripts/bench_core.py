@@ -23,8 +23,13 @@ project / reference, with the target:
 Exit status 1 when the digests differ or the project's rates between log sizes are not within
 2x; the speed target is reported (PASS/MISS), not in the exit status.
 
+``--pure`` adds a third side, alternated with the others: the project on its pure-Python core
+(``REPLEMU_PURE=1``), so the table also gives what the compiled build adds (project / pure; each
+worker reports the build it ran).  ``--clock cpu`` times by the process's CPU time instead of the
+wall clock: steadier when other work shares the cores.
+
     python scripts/bench_core.py [--seed 1] [--steps 30000] [--sizes 100,100000] [--protocols hw,kip320]
-                                 [--baseline REF] [--runs 3]
+                                 [--baseline REF] [--runs 3] [--pure] [--clock wall|cpu]
 """
 
 from __future__ import annotations
@@ -74,15 +79,31 @@ def filled_partition(protocol: str, size: int) -> Replay:
     return p
 
 
+class Clocks:
+    """Wall and CPU seconds of a timed block (``rate`` uses the one ``--clock`` chose)."""
+
+    use_cpu = False
+
+    def __enter__(self) -> "Clocks":
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+    def rate(self, steps: int) -> float:
+        return steps / (self.cpu if Clocks.use_cpu else self.wall)
+
+
 def steady_state(p: Replay, steps: int) -> float:
     """produce(acks=all) -> fetch(2) -> fetch(3), repeated: steps per second."""
     pattern = [Fetch(replica=2), Fetch(replica=3)]
-    start = time.perf_counter()
-    for i in range(steps // 3):
-        p.apply(Produce(values=(f"s{i}",), acks="all"))
-        p.apply(pattern[0])
-        p.apply(pattern[1])
-    return (steps // 3 * 3) / (time.perf_counter() - start)
+    with Clocks() as clocks:
+        for i in range(steps // 3):
+            p.apply(Produce(values=(f"s{i}",), acks="all"))
+            p.apply(pattern[0])
+            p.apply(pattern[1])
+    return clocks.rate(steps // 3 * 3)
 
 
 def random_mix(p: Replay, steps: int, rng: random.Random) -> float:
@@ -109,10 +130,10 @@ def random_mix(p: Replay, steps: int, rng: random.Random) -> float:
             mix.append(CheckpointHw())
         else:
             mix.append(Tick(ms=rng.choice([100, 20000])))
-    start = time.perf_counter()
-    for step in mix:
-        p.apply(step)
-    return steps / (time.perf_counter() - start)
+    with Clocks() as clocks:
+        for step in mix:
+            p.apply(step)
+    return clocks.rate(steps)
 
 
 def today(args: argparse.Namespace) -> int:
@@ -150,7 +171,11 @@ def worker(args: argparse.Namespace) -> int:
     else:
         raise SystemExit(f"bench_core: unknown kind {kind!r} (steady, mix)")
     digest = hashlib.sha256(json.dumps(p.result("bench"), sort_keys=True).encode()).hexdigest()
-    print(json.dumps({"protocol": protocol, "size": int(size), "kind": kind, "rate": rate, "digest": digest}), flush=True)
+    import emulator
+
+    build = getattr(emulator, "BUILD", "pure Python")  # the reference predates the compiled build
+    print(json.dumps({"protocol": protocol, "size": int(size), "kind": kind, "rate": rate, "digest": digest, "build": build}),
+          flush=True)
     return 0
 
 
@@ -178,10 +203,14 @@ def extract(commit: str) -> Path:
     return tree
 
 
-def measure(tree: Path, args: argparse.Namespace, protocol: str, size: int, kind: str) -> dict:
+def measure(tree: Path, args: argparse.Namespace, protocol: str, size: int, kind: str, pure: bool = False) -> dict:
+    """One measurement in a fresh process; ``pure``: with REPLEMU_PURE=1 (the project's pure-Python core)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--one", f"{protocol},{size},{kind}",
-           "--seed", str(args.seed), "--steps", str(args.steps)]
-    done = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
+           "--seed", str(args.seed), "--steps", str(args.steps), "--clock", args.clock]
+    env = {k: v for k, v in os.environ.items() if k != "REPLEMU_PURE"}
+    if pure:
+        env["REPLEMU_PURE"] = "1"
+    done = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env=env)
     if done.returncode:
         raise SystemExit(f"bench_core: the worker failed on {tree} (exit {done.returncode}):\n  {' '.join(cmd)}\n"
                          f"{done.stderr[-3000:]}")
@@ -198,45 +227,56 @@ def baseline(args: argparse.Namespace) -> int:
     ref = git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
     load = ",".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"bench_core seed={args.seed} steps={args.steps} sizes={','.join(map(str, sizes))} protocols={','.join(protocols)} "
-          f"replicas={len(REPLICAS)} runs={args.runs} (best of each side, alternated) reference={args.baseline} = {ref} "
+          f"replicas={len(REPLICAS)} runs={args.runs} (best of each side, alternated) clock={args.clock} "
+          f"reference={args.baseline} = {ref} "
           f"project={ROOT} HEAD {project_head()} cores={os.cpu_count()} loadavg={load} python={sys.version.split()[0]}",
           flush=True)
     tree = extract(ref)
-    sides = (("reference", tree), ("project", ROOT))
+    sides = [("reference", tree, False), ("project", ROOT, False)] + ([("pure", ROOT, True)] if args.pure else [])
     rows = []
     try:
         for protocol in protocols:
             for size in sizes:
                 for kind in KINDS:
-                    got = {name: [] for name, _ in sides}
+                    got = {name: [] for name, _, _ in sides}
                     for run in range(args.runs):
-                        for name, where in sides:
-                            m = measure(where, args, protocol, size, kind)
+                        for name, where, pure in sides:
+                            m = measure(where, args, protocol, size, kind, pure)
                             got[name].append(m)
                             print(f"  {protocol:7} size {size:<7} {KINDS[kind]:10} run {run + 1}/{args.runs} {name:9} "
-                                  f"{m['rate']:>11,.0f} steps/s  digest {m['digest'][:12]}", flush=True)
+                                  f"{m['rate']:>11,.0f} steps/s  digest {m['digest'][:12]}  {m['build']}", flush=True)
                     rows.append((protocol, size, kind, got))
     finally:
         shutil.rmtree(tree, ignore_errors=True)
 
     print()
-    print(f"{'protocol':9} {'log size':>9} {'kind':11} {'reference steps/s':>18} {'project steps/s':>16} {'ratio':>7}  target")
-    ratios, differ = [], []
+    builds = "; ".join(f"{name}: {', '.join(sorted({m['build'] for _, _, _, got in rows for m in got[name]}))}" for name, _, _ in sides)
+    print(f"builds: {builds}")
+    pure_head = f" {'pure steps/s':>13} {'pure/ref':>8} {'project/pure':>12}" if args.pure else ""
+    print(f"{'protocol':9} {'log size':>9} {'kind':11} {'reference steps/s':>18} {'project steps/s':>16} {'ratio':>7}{pure_head}  target")
+    ratios, differ, gains = [], [], []
     best: dict[tuple[str, str, str], dict[int, float]] = {}
     for protocol, size, kind, got in rows:
         r, p = max(m["rate"] for m in got["reference"]), max(m["rate"] for m in got["project"])
         ratio = p / r
+        pure_cols = ""
+        if args.pure:
+            q = max(m["rate"] for m in got["pure"])
+            gains.append(p / q)
+            pure_cols = f" {q:>13,.0f} {q / r:>7.2f}x {p / q:>11.2f}x"
         ratios.append((ratio, protocol, size, kind))
         best.setdefault(("reference", protocol, kind), {})[size] = r
         best.setdefault(("project", protocol, kind), {})[size] = p
         digests = {m["digest"] for ms in got.values() for m in ms}
         if len(digests) > 1:
             differ.append((protocol, size, kind, got))
-        print(f"{protocol:9} {size:>9} {KINDS[kind]:11} {r:>18,.0f} {p:>16,.0f} {ratio:>6.2f}x  >= {SPEED_TARGET:g}x "
+        print(f"{protocol:9} {size:>9} {KINDS[kind]:11} {r:>18,.0f} {p:>16,.0f} {ratio:>6.2f}x{pure_cols}  >= {SPEED_TARGET:g}x "
               f"{verdict(ratio >= SPEED_TARGET)}" + ("  RESULTS DIFFER" if len(digests) > 1 else ""))
     worst = min(ratios)
     print(f"minimum ratio: {worst[0]:.2f}x ({worst[1]} {worst[2]} {KINDS[worst[3]]}), target >= {SPEED_TARGET:g}x: "
           f"{verdict(worst[0] >= SPEED_TARGET)}")
+    if gains:
+        print(f"project / pure (what the build adds on top of the pure-Python core): {min(gains):.2f}x .. {max(gains):.2f}x")
     if differ:
         print(f"results differ between the trees (or between runs) on {len(differ)} of {len(rows)} rows: behaviour changed")
         for protocol, size, kind, got in differ:
@@ -263,9 +303,14 @@ def main() -> int:
     ap.add_argument("--baseline", metavar="REF", nargs="?", const=DEFAULT_BASELINE,
                     help=f"compare with this commit (default when given without a value: {DEFAULT_BASELINE})")
     ap.add_argument("--runs", type=int, default=3, help="runs of each side per measurement with --baseline (default 3)")
+    ap.add_argument("--pure", action="store_true",
+                    help="with --baseline: also run the project on its pure-Python core (REPLEMU_PURE=1), as a third side")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time the steps by wall clock (default) or by the process's CPU time (steadier on a busy machine)")
     ap.add_argument("--tree", help=argparse.SUPPRESS)
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    Clocks.use_cpu = args.clock == "cpu"
     if args.one:
         return worker(args)
     if args.baseline:

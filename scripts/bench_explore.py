@@ -46,9 +46,13 @@ seconds; then the target and the agreement:
            the run, so the paths in the JSON compare too); anything that differs is printed and
            the exit status is 1.
 
-One run of the default depth 6 takes minutes, so --runs defaults to 1 in this mode.
+One run of the default depth 6 takes minutes, so --runs defaults to 1 in this mode.  Each run
+also gives the CPU seconds of the command and its worker processes (steadier than the wall clock
+when other work shares the cores).  ``--pure`` adds a third side, alternated with the others: the
+project on its pure-Python core (``REPLEMU_PURE=1``), and the ratios project / pure (what the
+compiled build adds) by wall and CPU time.
 
-    python scripts/bench_explore.py --baseline [REF] [--protocol kip320] [--replicas 3] [--depth 6] [--runs 1]
+    python scripts/bench_explore.py --baseline [REF] [--protocol kip320] [--replicas 3] [--depth 6] [--runs 1] [--pure]
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -191,33 +196,47 @@ def extract(commit: str, into: Path) -> Path:
     return into
 
 
-def tree_env(tree: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(tree))
+def tree_env(tree: Path, pure: bool = False) -> dict[str, str]:
+    """The environment of a side: PYTHONPATH the tree; ``pure``: REPLEMU_PURE=1 (else unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "REPLEMU_PURE"}
+    return dict(env, PYTHONPATH=str(tree), **({"REPLEMU_PURE": "1"} if pure else {}))
 
 
-def check_imports(name: str, tree: Path) -> None:
-    """The CLI of ``tree`` imports the packages of ``tree`` (not the editable install's)."""
-    code = "import emulator, replemu, streaming; print(emulator.__file__, replemu.__file__, streaming.__file__)"
-    done = subprocess.run([sys.executable, "-c", code], cwd=tree, env=tree_env(tree), capture_output=True, text=True)
+def check_imports(name: str, tree: Path, pure: bool = False) -> str:
+    """The CLI of ``tree`` imports the packages of ``tree`` (not the editable install's); returns
+    the build of the core it runs (``emulator.BUILD``; the reference predates it: pure Python)."""
+    code = ("import emulator, replemu, streaming; print(emulator.__file__, replemu.__file__, streaming.__file__); "
+            "print(getattr(emulator, 'BUILD', 'pure Python'))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tree, env=tree_env(tree, pure), capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"bench_explore: {name}: importing the packages of {tree} failed:\n{done.stderr[-2000:]}")
-    if not all(Path(f).resolve().is_relative_to(tree.resolve()) for f in done.stdout.split()):
+    files, build = done.stdout.strip().splitlines()
+    if not all(Path(f).resolve().is_relative_to(tree.resolve()) for f in files.split()):
         raise SystemExit(f"bench_explore: {name}: the packages do not import from {tree}: {done.stdout}")
+    return build
 
 
-def run_cli(name: str, tree: Path, argv: list[str], out: Path, keep: Path) -> tuple[float, bytes]:
-    """``python -m replemu ARGV --out OUT`` in ``tree``: (wall seconds, stdout); its stderr is
-    echoed as progress; OUT is moved to ``keep`` after the run."""
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's waited-for descendants (the CLI and its workers)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_cli(name: str, tree: Path, argv: list[str], out: Path, keep: Path, pure: bool = False) -> tuple[float, float, bytes]:
+    """``python -m replemu ARGV --out OUT`` in ``tree``: (wall seconds, CPU seconds of the command
+    and its worker processes, stdout); its stderr is echoed as progress; OUT is moved to ``keep``."""
     cmd = [sys.executable, "-m", "replemu", *argv, "--out", str(out)]
     with tempfile.TemporaryFile() as stdout:
+        cpu = children_cpu()
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=tree, env=tree_env(tree), stdout=stdout, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, cwd=tree, env=tree_env(tree, pure), stdout=stdout, stderr=subprocess.PIPE, text=True)
         tail = []
         for line in proc.stderr:
             tail = (tail + [line])[-40:]
             print(f"    [{name}] {line.rstrip()}", flush=True)
         code = proc.wait()
         wall = time.perf_counter() - started
+        cpu = children_cpu() - cpu
         stdout.seek(0)
         text = stdout.read()
     if code:
@@ -226,7 +245,7 @@ def run_cli(name: str, tree: Path, argv: list[str], out: Path, keep: Path) -> tu
         out.rename(keep)
     else:
         keep.mkdir()
-    return wall, text
+    return wall, cpu, text
 
 
 def files_under(d: Path) -> dict[str, bytes]:
@@ -273,51 +292,60 @@ def baseline(args: argparse.Namespace) -> int:
     load = ",".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"bench_explore --baseline: local engine through the CLI, protocol={args.protocol} replicas={args.replicas} "
           f"depth={args.depth} records={args.records} epochs={args.epochs} crashes={args.crashes} "
-          f"power_crashes={args.power_crashes} runs={args.runs} (best wall of each side, alternated) "
+          f"power_crashes={args.power_crashes} runs={args.runs} (best wall of each side, alternated; CPU: the command "
+          f"and its workers) "
           f"reference={args.baseline} = {commit} project={ROOT} HEAD {project_head()} cores={os.cpu_count()} "
           f"loadavg={load} python={sys.version.split()[0]}", flush=True)
     print(f"  command: python -m replemu {' '.join(argv)} --out DIR  (cwd and PYTHONPATH = the tree)", flush=True)
     work = Path(tempfile.mkdtemp(prefix="replemu-bench-explore-baseline-"))
     try:
-        sides = (("reference", extract(commit, work / "reference")), ("project", ROOT))
-        for name, tree in sides:
-            check_imports(name, tree)
-        walls: dict[str, list[float]] = {name: [] for name, _ in sides}
-        outputs: dict[str, list[tuple[dict, dict[str, bytes]]]] = {name: [] for name, _ in sides}
+        sides = [("reference", extract(commit, work / "reference"), False), ("project", ROOT, False)]
+        sides += [("pure", ROOT, True)] if args.pure else []
+        builds = {name: check_imports(name, tree, pure) for name, tree, pure in sides}
+        print("  builds: " + "; ".join(f"{name}: {build}" for name, build in builds.items()), flush=True)
+        walls: dict[str, list[float]] = {name: [] for name, _, _ in sides}
+        cpus: dict[str, list[float]] = {name: [] for name, _, _ in sides}
+        outputs: dict[str, list[tuple[dict, dict[str, bytes]]]] = {name: [] for name, _, _ in sides}
         for run in range(args.runs):
-            for name, tree in sides:
-                print(f"  run {run + 1}/{args.runs} {name} ({tree})", flush=True)
+            for name, tree, pure in sides:
+                print(f"  run {run + 1}/{args.runs} {name} ({tree}{', REPLEMU_PURE=1' if pure else ''})", flush=True)
                 keep = work / f"out-{name}-{run + 1}"
-                wall, text = run_cli(name, tree, argv, work / "out", keep)
+                wall, cpu, text = run_cli(name, tree, argv, work / "out", keep, pure)
                 try:
                     result = json.loads(text)
                 except ValueError:
                     raise SystemExit(f"bench_explore: {name}: the output is not JSON:\n{text[:2000]!r}") from None
                 walls[name].append(wall)
+                cpus[name].append(cpu)
                 outputs[name].append((result, files_under(keep)))
                 n = sum(r["distinct_states"] for r in runs_of(result).values())
-                print(f"  run {run + 1}/{args.runs} {name}: {wall:.1f} s wall, {n:,} distinct states, "
-                      f"{n / wall:,.0f} states/s", flush=True)
+                print(f"  run {run + 1}/{args.runs} {name}: {wall:.1f} s wall, {cpu:.1f} s CPU, {n:,} distinct states, "
+                      f"{n / wall:,.0f} states/s, loadavg {os.getloadavg()[0]:.2f}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     print()
-    print(f"{'side':10} {'wall s':>8} {'distinct states':>16} {'states/s':>10} {'search s':>9}  {'all runs (wall s)'}")
-    rates = {}
-    for name, _ in sides:
+    print(f"{'side':10} {'wall s':>8} {'CPU s':>8} {'distinct states':>16} {'states/s':>10} {'states/CPU s':>13} "
+          f"{'search s':>9}  {'all runs (wall s / CPU s)'}")
+    rates, cpu_rates = {}, {}
+    for name, _, _ in sides:
         best = min(range(args.runs), key=lambda i: walls[name][i])
         result = runs_of(outputs[name][best][0])
         n = sum(r["distinct_states"] for r in result.values())
         search = sum(r.get("seconds", 0.0) for r in result.values())
-        rates[name] = n / walls[name][best]
-        print(f"{name:10} {walls[name][best]:>8.1f} {n:>16,} {rates[name]:>10,.0f} {search:>9.1f}  "
-              f"{', '.join(f'{w:.1f}' for w in walls[name])}")
+        rates[name], cpu_rates[name] = n / walls[name][best], n / min(cpus[name])
+        print(f"{name:10} {walls[name][best]:>8.1f} {min(cpus[name]):>8.1f} {n:>16,} {rates[name]:>10,.0f} "
+              f"{cpu_rates[name]:>13,.0f} {search:>9.1f}  {', '.join(f'{w:.1f}/{c:.1f}' for w, c in zip(walls[name], cpus[name]))}")
     ratio = rates["project"] / rates["reference"]
     print(f"ratio project / reference (states/s, best wall of each side): {ratio:.2f}x, target >= {BASELINE_TARGET:g}x: "
-          f"{verdict(ratio >= BASELINE_TARGET)}")
+          f"{verdict(ratio >= BASELINE_TARGET)}; by CPU time {cpu_rates['project'] / cpu_rates['reference']:.2f}x")
+    if args.pure:
+        print(f"ratio pure / reference: {rates['pure'] / rates['reference']:.2f}x wall, "
+              f"{cpu_rates['pure'] / cpu_rates['reference']:.2f}x CPU; project / pure (what the build adds): "
+              f"{rates['project'] / rates['pure']:.2f}x wall, {cpu_rates['project'] / cpu_rates['pure']:.2f}x CPU")
     differs, notes = [], []
     ref = outputs["reference"][0]
-    for name, _ in sides:
+    for name, _, _ in sides:
         for i, (result, files) in enumerate(outputs[name]):
             if (name, i) == ("reference", 0):
                 continue
@@ -353,6 +381,8 @@ def main() -> int:
                     help="instead: this tree's local engine against commit REF's, through the CLI "
                          f"(default when given without a value: {DEFAULT_BASELINE})")
     ap.add_argument("--runs", type=int, default=1, help="runs of each side with --baseline, alternated (default 1)")
+    ap.add_argument("--pure", action="store_true",
+                    help="with --baseline: also run the project on its pure-Python core (REPLEMU_PURE=1), as a third side")
     args = ap.parse_args()
     if args.baseline:
         return baseline(args)
