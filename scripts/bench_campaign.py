@@ -35,33 +35,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline import DEFAULT_BASELINE, extract, git, project_head  # noqa: E402 (scripts/baseline.py)
+
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_BASELINE, SPEED_TARGET = "736e956", 3.0
-
-
-def git(*argv: str) -> str:
-    return subprocess.run(["git", "-C", str(ROOT), *argv], check=True, capture_output=True, text=True).stdout.strip()
-
-
-def project_head() -> str:
-    """HEAD of the working tree, with "(dirty)" when it has uncommitted changes (read without
-    touching the index: --no-optional-locks)."""
-    dirty = subprocess.run(["git", "--no-optional-locks", "-C", str(ROOT), "status", "--porcelain"], check=True,
-                           capture_output=True, text=True).stdout.strip()
-    return git("rev-parse", "HEAD") + (" (dirty)" if dirty else "")
-
-
-def extract(commit: str, into: Path) -> Path:
-    """``git archive COMMIT | tar -x`` into ``into``, byte-compiled (so neither side's timed run
-    compiles the sources: the project's are compiled by its first run)."""
-    into.mkdir(parents=True)
-    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", commit], stdout=subprocess.PIPE)
-    untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout)
-    archive.stdout.close()
-    if archive.wait() or untar.returncode:
-        raise SystemExit(f"bench_campaign: could not extract {commit}")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into)], check=False, capture_output=True)
-    return into
+SPEED_TARGET = 3.0
 
 
 def tree_env(tree: Path) -> dict[str, str]:
@@ -140,7 +117,7 @@ def main() -> int:
     print(f"  command: python -m replemu {' '.join(argv)} --out DIR  (cwd and PYTHONPATH = the tree)", flush=True)
     work = Path(tempfile.mkdtemp(prefix="replemu-bench-campaign-"))
     try:
-        sides = (("reference", extract(commit, work / "reference")), ("project", ROOT))
+        sides = (("reference", extract(commit, work / "reference", who="bench_campaign")), ("project", ROOT))
         for name, tree in sides:
             check_imports(name, tree)
         walls: dict[str, list[float]] = {name: [] for name, _ in sides}

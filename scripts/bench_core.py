@@ -42,15 +42,15 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from baseline import DEFAULT_BASELINE, extract, git, project_head  # noqa: E402 (scripts/baseline.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLICAS = (1, 2, 3)
 KINDS = {"steady": "steady", "mix": "random mix"}
 SPEED_TARGET, FLAT_TARGET = 4.0, 2.0
-DEFAULT_BASELINE = "736e956"
 
 
 def import_core(tree: Path) -> None:
@@ -179,30 +179,6 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def git(*argv: str) -> str:
-    return subprocess.run(["git", "-C", str(ROOT), *argv], check=True, capture_output=True, text=True).stdout.strip()
-
-
-def project_head() -> str:
-    """HEAD of the working tree, with "(dirty)" when it has uncommitted changes (read without
-    touching the index: --no-optional-locks)."""
-    dirty = subprocess.run(["git", "--no-optional-locks", "-C", str(ROOT), "status", "--porcelain"], check=True,
-                           capture_output=True, text=True).stdout.strip()
-    return git("rev-parse", "HEAD") + (" (dirty)" if dirty else "")
-
-
-def extract(commit: str) -> Path:
-    """``git archive COMMIT | tar -x`` into a new temporary directory."""
-    tree = Path(tempfile.mkdtemp(prefix="replemu-bench-ref-"))
-    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", commit], stdout=subprocess.PIPE)
-    untar = subprocess.run(["tar", "-x", "-C", str(tree)], stdin=archive.stdout)
-    archive.stdout.close()
-    if archive.wait() or untar.returncode:
-        shutil.rmtree(tree, ignore_errors=True)
-        raise SystemExit(f"bench_core: could not extract {commit}")
-    return tree
-
-
 def measure(tree: Path, args: argparse.Namespace, protocol: str, size: int, kind: str, pure: bool = False) -> dict:
     """One measurement in a fresh process; ``pure``: with REPLEMU_PURE=1 (the project's pure-Python core)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--one", f"{protocol},{size},{kind}",
@@ -231,7 +207,7 @@ def baseline(args: argparse.Namespace) -> int:
           f"reference={args.baseline} = {ref} "
           f"project={ROOT} HEAD {project_head()} cores={os.cpu_count()} loadavg={load} python={sys.version.split()[0]}",
           flush=True)
-    tree = extract(ref)
+    tree = extract(ref, who="bench_core")
     sides = [("reference", tree, False), ("project", ROOT, False)] + ([("pure", ROOT, True)] if args.pure else [])
     rows = []
     try:

@@ -67,6 +67,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from baseline import DEFAULT_BASELINE, extract, git, project_head  # noqa: E402 (scripts/baseline.py)
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -77,7 +79,7 @@ sys.path.insert(0, str(ROOT))
 
 FRONTIER, GROWING_FROM, SPEED_TARGET, FLAT_TARGET = 100_000, 10_000, 1.5, 1.25
 MIB = 2 ** 20
-DEFAULT_BASELINE, BASELINE_TARGET = "736e956", 5.0
+BASELINE_TARGET = 5.0
 
 
 def rss(pid: int | str = "self") -> int:
@@ -170,31 +172,6 @@ def flat(memory: list[int], levels: list[Level]) -> tuple[int, float] | None:
 
 
 # -- --baseline: the local engine of this tree against a commit's, through the CLI ---------------
-
-def git(*argv: str) -> str:
-    return subprocess.run(["git", "-C", str(ROOT), *argv], check=True, capture_output=True, text=True).stdout.strip()
-
-
-def project_head() -> str:
-    """HEAD of the working tree, with "(dirty)" when it has uncommitted changes (read without
-    touching the index: --no-optional-locks)."""
-    dirty = subprocess.run(["git", "--no-optional-locks", "-C", str(ROOT), "status", "--porcelain"], check=True,
-                           capture_output=True, text=True).stdout.strip()
-    return git("rev-parse", "HEAD") + (" (dirty)" if dirty else "")
-
-
-def extract(commit: str, into: Path) -> Path:
-    """``git archive COMMIT | tar -x`` into ``into``, byte-compiled (so neither side's timed run
-    compiles the sources: the project's are compiled by its first run)."""
-    into.mkdir(parents=True)
-    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", commit], stdout=subprocess.PIPE)
-    untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout)
-    archive.stdout.close()
-    if archive.wait() or untar.returncode:
-        raise SystemExit(f"bench_explore: could not extract {commit}")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into)], check=False, capture_output=True)
-    return into
-
 
 def tree_env(tree: Path, pure: bool = False) -> dict[str, str]:
     """The environment of a side: PYTHONPATH the tree; ``pure``: REPLEMU_PURE=1 (else unset)."""
@@ -299,7 +276,7 @@ def baseline(args: argparse.Namespace) -> int:
     print(f"  command: python -m replemu {' '.join(argv)} --out DIR  (cwd and PYTHONPATH = the tree)", flush=True)
     work = Path(tempfile.mkdtemp(prefix="replemu-bench-explore-baseline-"))
     try:
-        sides = [("reference", extract(commit, work / "reference"), False), ("project", ROOT, False)]
+        sides = [("reference", extract(commit, work / "reference", who="bench_explore"), False), ("project", ROOT, False)]
         sides += [("pure", ROOT, True)] if args.pure else []
         builds = {name: check_imports(name, tree, pure) for name, tree, pure in sides}
         print("  builds: " + "; ".join(f"{name}: {build}" for name, build in builds.items()), flush=True)
