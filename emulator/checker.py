@@ -411,12 +411,8 @@ class Checker:
         ledger's end, and identical on every replica and in the ledger: truncation (to a HW, to an
         epoch boundary, to a recovery point) never reaches below it, and no answer reads it.
         """
-        k = len(self.committed)
+        k = min(len(self.committed), p.settled_offset())
         for r in p.replicas.values():
-            k = min(k, r.recovery_point, r.hw, r.hw_checkpoint, r.leo)
-            if r.leadership is not None:  # a parked acks=all produce still reads its records when answered
-                for ack in r.leadership.pending_acks:
-                    k = min(k, ack.first_offset)
             cm = self.committed_mismatch_of[r.id]
             if cm is not None:
                 k = min(k, cm)

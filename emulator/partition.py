@@ -141,6 +141,17 @@ class Partition:
                 cold[rid] = dropped
         return records, cold
 
+    def settled_offset(self) -> int:
+        """Below every replica's recovery point, HW, HW checkpoint and LEO (dead replicas
+        included) and below the first record of every parked acks=all produce (it still reads
+        its records when answered): the bound every compaction starts from."""
+        k = min(min(r.recovery_point, r.hw, r.hw_checkpoint, r.leo) for r in self.replicas.values())
+        for r in self.replicas.values():
+            if r.leadership is not None:
+                for ack in r.leadership.pending_acks:
+                    k = min(k, ack.first_offset)
+        return k
+
     def lowest_future_epoch(self) -> int:
         """The lowest leader epoch any future step can write or ask about: the controller's
         epoch, the epoch of every replica presuming leadership, and every epoch still in a log

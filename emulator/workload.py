@@ -146,11 +146,7 @@ def shadow_compactable_offset(p: Partition) -> int:
     bound, and identical on every replica (compared directly instead of through the checker's
     ledger): no step truncates or reads below it, so compacting it changes no later step."""
     reps = list(p.replicas.values())
-    k = min(min(r.recovery_point, r.hw, r.hw_checkpoint, r.leo) for r in reps)
-    for r in reps:
-        if r.leadership is not None:
-            for ack in r.leadership.pending_acks:
-                k = min(k, ack.first_offset)
+    k = p.settled_offset()
     start = p.compacted_offset
     if k <= start:
         return start

@@ -79,23 +79,28 @@ def core_alone(scenarios, protocol: str) -> float:
     return n / (time.perf_counter() - start)
 
 
-def noop_stream(spark, events_dir: Path, checkpoint: Path) -> list[dict]:
+def noop_over(events, checkpoint: Path) -> list[dict]:
+    """A no-op ``applyInPandasWithState`` over ``events`` (Spark's floor for that shape): the
+    progress of every micro-batch that read rows."""
     from pyspark.sql.streaming.state import GroupStateTimeout
-
-    from streaming.schemas import EVENT_SCHEMA
 
     def noop(key, pdfs, state):
         n = sum(len(pdf) for pdf in pdfs)
         state.update(((state.get[0] if state.exists else 0) + n,))
         return iter(())
 
-    events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(events_dir))
     out = events.groupBy("topic", "partition").applyInPandasWithState(
         noop, "n long", "n long", "append", GroupStateTimeout.NoTimeout)
     query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save())
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     query.awaitTermination()
     return [p for p in query.recentProgress if p["numInputRows"] > 0]
+
+
+def noop_stream(spark, events_dir: Path, checkpoint: Path) -> list[dict]:
+    from streaming.schemas import EVENT_SCHEMA
+
+    return noop_over(spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(events_dir)), checkpoint)
 
 
 def cpu_seconds() -> float:
@@ -261,23 +266,11 @@ def _workload_stream(spark, work: Path, partitions: int, steps_per_batch: int, b
 
 def noop_workload_stream(spark, options: dict, checkpoint: Path) -> list[dict]:
     """A no-op ``applyInPandasWithState`` over the workload source (Spark's floor for that shape)."""
-    from pyspark.sql.streaming.state import GroupStateTimeout
-
     from streaming.workload_source import register
 
-    def noop(key, pdfs, state):
-        n = sum(len(pdf) for pdf in pdfs)
-        state.update(((state.get[0] if state.exists else 0) + n,))
-        return iter(())
-
     register(spark)
-    events = spark.readStream.format("replemu_workload").options(**{k: str(v) for k, v in options.items() if v is not None}).load()
-    out = events.groupBy("topic", "partition").applyInPandasWithState(
-        noop, "n long", "n long", "append", GroupStateTimeout.NoTimeout)
-    query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save())
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination()
-    return [p for p in query.recentProgress if p["numInputRows"] > 0]
+    return noop_over(spark.readStream.format("replemu_workload")
+                     .options(**{k: str(v) for k, v in options.items() if v is not None}).load(), checkpoint)
 
 
 def workload_core_alone(profile, seed: int, partitions: int, steps: int, protocol: str) -> float:
