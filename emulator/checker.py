@@ -30,11 +30,11 @@ from ._build import mypyc_attr
 from .bugs import UndeclaredChange as UndeclaredChange  # defined where it is never compiled
 from .effects import (
     Acked, Appended, CacheChanged, Effect, EpochReused, IsrWritten, LeaderHw, LeadershipEnded, PowerLoss,
-    RoleChanged, Truncated, UncleanElection,
+    MetadataChanged, RoleChanged, Truncated, UncleanElection,
 )
 from .invariants import EFFECT_CHANGE_MASKS, INPUT_BITS, REGISTRY, STEP_CHANGE_MASKS, Input, Invariant, Tier, mask
 from .log import Log
-from .replica import Role
+from .replica import FetchState, Role
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition, StepOutcome
@@ -68,7 +68,7 @@ def _roles(p: "Partition") -> Any:
 
 def _controller(p: "Partition") -> Any:
     c = p.controller
-    return c.leader, c.leader_epoch, c.isr
+    return c.leader, c.leader_epoch, c.isr, c.elr, c.last_known_elr, c.fenced
 
 
 # The value of each input, for ``Judging.VERIFY`` (FINDINGS is the checker's own: not compared).
@@ -115,7 +115,8 @@ class Checker:
 
     __slots__ = ("judging", "committed", "committed_twice", "committed_twice_set", "acked", "unclean_election",
                  "faultless", "pair_mismatch", "committed_mismatch_of", "presumer_covered", "losses", "reported_losses",
-                 "loss_cursor", "findings", "dirty_caches", "unjudged_caches", "violations", "violated")
+                 "loss_cursor", "findings", "dirty_caches", "unjudged_caches", "violations", "violated", "suspects",
+                 "lossy_shutdowns")
 
     def __init__(self, assignment: tuple[int, ...], judging: Judging = Judging.INCREMENTAL) -> None:
         self.judging = judging
@@ -145,6 +146,10 @@ class Checker:
         self.unjudged_caches: set[int] = set()
         self.violations: list[dict] = []
         self.violated: set[str] = set()
+        # Replicas that lost records in a power failure and have not caught up with a leader since
+        # (UncleanExclusion): a delivered fetch reaching the leader's HW clears them.
+        self.suspects: set[int] = set()
+        self.lossy_shutdowns = 0  # power failures that destroyed a committed record
 
     # -- observing a step -------------------------------------------------------------------
 
@@ -154,6 +159,8 @@ class Checker:
         self.findings, self.dirty_caches = {}, {}
         changed = STEP_CHANGE_MASKS[outcome.kind] | self.observe_effects(p, outcome.effects)
         self.scan_losses(p, outcome.step)
+        if self.suspects:
+            self.clear_caught_up(p)
         if self.findings:
             changed |= FINDINGS_BIT
         if self.judging is Judging.INCREMENTAL:
@@ -245,7 +252,7 @@ class Checker:
                 self._power_loss(p, e)
             elif isinstance(e, EpochReused):
                 self.find("UniqueLeaderPerEpoch", e.detail)
-            elif isinstance(e, (IsrWritten, RoleChanged)):
+            elif isinstance(e, (IsrWritten, RoleChanged, MetadataChanged)):
                 widened |= EFFECT_CHANGE_MASKS[type(e)]
         return widened
 
@@ -262,7 +269,21 @@ class Checker:
         h.presumer_covered, h.losses, h.reported_losses = dict(self.presumer_covered), list(self.losses), set(self.reported_losses)
         h.findings, h.dirty_caches, h.unjudged_caches = dict(self.findings), dict(self.dirty_caches), set(self.unjudged_caches)
         h.violations, h.violated = list(self.violations), set(self.violated)
+        h.suspects, h.lossy_shutdowns = set(self.suspects), self.lossy_shutdowns
         return h
+
+    def clear_caught_up(self, p: "Partition") -> None:
+        """A suspect (UncleanExclusion) is trusted again once it is a settled follower of the
+        controller's leader in its epoch (its truncation phase done) and holds every committed
+        record: it has provably caught up."""
+        c = p.controller
+        end = len(self.committed)
+        for r in sorted(self.suspects):
+            rep = p.replicas[r]
+            if (rep.alive and rep.role is Role.FOLLOWER and rep.fetch_state is FetchState.FETCHING
+                    and rep.believed_leader == c.leader and rep.leader_epoch == c.leader_epoch
+                    and self.committed_mismatch_of[r] is None and rep.log.end >= end):
+                self.suspects.discard(r)
 
     def mismatch(self, a: int, b: int) -> int | None:
         """First offset below both LEOs where replicas ``a`` and ``b`` hold different records."""
@@ -388,20 +409,35 @@ class Checker:
             self.acked.setdefault((o, record), AckInfo(step=e.produce_step, holders=holders))
 
     def _power_loss(self, p: "Partition", e: PowerLoss) -> None:
-        """Replica ``e.replica`` lost ``e.records`` in a power failure."""
-        isr = p.controller.isr
+        """Replica ``e.replica`` lost ``e.records`` in a power failure.
+
+        The run stops being Faultless when a committed record it destroyed is held by no other
+        live controller-ISR member, and either no replica holds it any more or this is at least
+        the min.insync.replicas-th lossy unclean shutdown of committed data (KIP-966: up to
+        min ISR - 1 of them lose nothing).  With min.insync.replicas 1 that is the first rule alone.
+        """
+        self.suspects.add(e.replica)
+        destroyed = []
         for o, record in enumerate(e.records, start=e.first):
             info = self.acked.get((o, record))
             if info is not None and e.replica in info.holders:
                 info.lost_by_power += 1
-            was_committed = (o < len(self.committed) and self.committed[o] == record) or (o, record) in self.committed_twice_set
-            if was_committed and self.faultless:
-                still_held = any(
-                    q.alive and q.id in isr and q.id != e.replica and q.leo > o and q.log[o] == record
-                    for q in p.replicas.values()
-                )
-                if not still_held:
-                    self.faultless = False
+            if (o < len(self.committed) and self.committed[o] == record) or (o, record) in self.committed_twice_set:
+                destroyed.append((o, record))
+        if not destroyed:
+            return
+        self.lossy_shutdowns += 1
+        if not self.faultless:
+            return
+        isr = p.controller.isr
+        tolerated = self.lossy_shutdowns < p.config.min_insync_replicas
+        for o, record in destroyed:
+            holders = [q for q in p.replicas.values() if q.id != e.replica and q.leo > o and q.log[o] == record]
+            if any(q.alive and q.id in isr for q in holders):
+                continue
+            if not holders or not tolerated:
+                self.faultless = False
+                return
 
     def compactable_offset(self, p: "Partition") -> int:
         """The end of the prefix no step can change any more.

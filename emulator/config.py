@@ -28,6 +28,7 @@ class Config:
     hw_checkpoint: str = "every_step"  # every_step | explicit
     log_flush: str = "every_step"  # every_step | explicit
     replica_lag_time_max_ms: int = 10000
+    alter_partition: str = "every_step"  # every_step | explicit
     knobs: tuple[tuple[str, Any], ...] = ()  # protocol knobs this partition sets (docs/protocol.md)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -62,6 +63,8 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
                 "explicit: only flush steps advance the recovery point"),
     ConfigField("replica_lag_time_max_ms", lambda v: is_int(v) and 0 <= v <= INT64_MAX, "a non-negative int",
                 "replica.lag.time.max.ms, used by tick steps"),
+    ConfigField("alter_partition", lambda v: v in ("every_step", "explicit"), "every_step or explicit",
+                "explicit: a leader's AlterPartition stays in flight until an alter_partition step answers it"),
     ConfigField("knobs", lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v), "a map of knob name to value",
                 "protocol knobs set for this partition on top of the variant's preset (--knob wins)", _knobs),
 )
@@ -97,6 +100,8 @@ def config_to_dict(c: Config) -> dict[str, Any]:
     """The config in the YAML contract's shape (every key; acks ``all`` or an int; ``knobs``
     only when it sets any)."""
     d = {**asdict(c), "acks": c.acks if c.acks == "all" else int(c.acks)}
+    if c.alter_partition == "every_step":
+        del d["alter_partition"]  # written only when set (files written before it existed stay byte-identical)
     if c.knobs:
         d["knobs"] = dict(c.knobs)
     else:

@@ -4,9 +4,10 @@ LeaderAndIsr delivery.  Actions are named as in the TLA+ spec (``ControllerElect
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import kraft
 from .effects import EpochReused, UncleanElection
 from .replica import LeaderAndIsrRequest
 from .replica_manager import process_leader_and_isr
@@ -26,9 +27,20 @@ class Controller:
     isr: tuple[int, ...] = ()
     partition_epoch: int = 0  # zkVersion: bumped on every change, NOT the leader epoch
     highest_epoch: int = -1
+    # KRaft (ClusterControlManager, PartitionRegistration): the ELR and LastKnownELR, the fenced
+    # brokers, each broker's registered epoch, the next epoch a registration gets (the offset
+    # of its record in the metadata log), and the GetReplicaLogInfo answers of an unclean recovery.
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+    fenced: tuple[int, ...] = ()
+    broker_epochs: dict[int, int] = field(default_factory=dict)
+    next_broker_epoch: int = 0
+    log_info: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def copy(self) -> "Controller":
-        return Controller(self.assignment, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.highest_epoch)
+        return Controller(self.assignment, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.highest_epoch,
+                          self.elr, self.last_known_elr, self.fenced, dict(self.broker_epochs), self.next_broker_epoch,
+                          dict(self.log_info))
 
     def current_request(self) -> LeaderAndIsrRequest | None:
         if self.leader_epoch < 0:
@@ -38,6 +50,9 @@ class Controller:
 
 def elect(p: "Partition", step: Elect) -> None:
     """ControllerElectLeader: choose (or take) a leader, bump the epoch, send LeaderAndIsr."""
+    if p.variant.metadata == "kraft":
+        kraft.elect(p, step)
+        return
     c = p.controller
     live_isr = [r for r in p.assignment if r in c.isr and p.replicas[r].alive]
     unclean_allowed = p.config.unclean_leader_election if step.unclean is None else step.unclean
@@ -82,6 +97,9 @@ def controller_remove(p: "Partition", step: ControllerRemove) -> None:
     r = step.replica
     if r not in c.isr:
         p.error("REPLICA_NOT_IN_ISR")
+        return
+    if p.variant.metadata == "kraft":  # the partition change builder: ELR, a new leader at once
+        kraft.change_partition(p, tuple(x for x in c.isr if x != r), "controller_remove", exclude=r, ineligible=r)
         return
     isr: tuple[int, ...]
     if len(c.isr) == 1 and not p.config.unclean_leader_election:

@@ -99,5 +99,11 @@ class RoleChanged(NamedTuple):
     replica: int
 
 
+class MetadataChanged(NamedTuple):
+    """KRaft: the controller wrote a partition change (ISR, ELR, leader) with this partition epoch."""
+
+    partition_epoch: int
+
+
 Effect = (Appended | Truncated | CacheChanged | LeaderHw | LeadershipEnded | Acked | UncleanElection | PowerLoss
-          | EpochReused | IsrWritten | RoleChanged)
+          | EpochReused | IsrWritten | RoleChanged | MetadataChanged)

@@ -42,12 +42,12 @@ from .config import Config
 from .epoch_cache import LeaderEpochCache
 from .invariants import REGISTRY
 from .log import Log
-from .replica import FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Role
+from .replica import AlterPartitionRequest, FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Role
 from .run import Replay
 from .state import clone
 from .steps import (
-    CheckpointHw, ControllerRemove, Crash, CrashMode, Elect, Fetch, FetchResponse, Flush, LeaderAndIsr, Produce,
-    Restart, ShrinkIsr, Step, StepKind, Tick,
+    AlterPartition, CheckpointHw, ControllerRemove, Crash, CrashMode, Elect, Fence, Fetch, FetchResponse, Flush,
+    LeaderAndIsr, LogInfo, Produce, Restart, Shutdown, ShrinkIsr, Step, StepKind, Tick, Unfence,
 )
 from .variants import ProtocolVariant
 
@@ -65,6 +65,8 @@ CODE_OF_KIND: dict[StepKind, str] = {
     StepKind.CRASH: "C", StepKind.ELECT: "E", StepKind.FETCH: "F", StepKind.CHECKPOINT_HW: "H",
     StepKind.LEADER_AND_ISR: "L", StepKind.PRODUCE: "P", StepKind.RESTART: "R", StepKind.SHRINK_ISR: "S",
     StepKind.TICK: "T", StepKind.FLUSH: "U", StepKind.CONTROLLER_REMOVE: "X",
+    StepKind.ALTER_PARTITION: "A", StepKind.SHUTDOWN: "D", StepKind.LOG_INFO: "G", StepKind.FENCE: "K",
+    StepKind.UNFENCE: "N",
 }
 KIND_OF_CODE: dict[str, StepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
 assert set(CODE_OF_KIND) == set(StepKind) and len(KIND_OF_CODE) == len(StepKind), "one distinct code letter per step kind"
@@ -161,7 +163,7 @@ class Counters:
 
 # The layout of the canonical tuple (``canonical``); a work directory records it, so a search
 # resumes only from levels written in the same encoding.
-STATE_ENCODING = 2  # 1: the state document as a dict; 2: flat tuples built from the objects
+STATE_ENCODING = 3  # 1: the state document as a dict; 2: flat tuples built from the objects; 3: + KRaft state
 
 ROLE_CODES: tuple[Role, ...] = tuple(Role)
 FETCH_STATE_CODES: tuple[FetchState | None, ...] = (None,) + tuple(FetchState)
@@ -179,6 +181,7 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
     c = p.controller
     reps = [p.replicas[r] for r in p.assignment]
     rank = _partition_epoch_ranks(c.partition_epoch, reps)
+    brank = _broker_epoch_ranks(c, reps)
     # Per-follower dicts are built in assignment order (become_leader) or in sorted order
     # (restore); with a sorted assignment both are replica order already.
     ordered = _is_sorted(p.assignment)
@@ -192,14 +195,16 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
                 ls.isr, rank[ls.partition_epoch], ls.epoch_start_offset, tuple(ls.remote_leo.items()),
                 tuple(ls.last_caught_up_ms.items()), tuple(ls.last_fetch_leader_leo.items()),
                 tuple(ls.last_fetch_ms.items()), tuple([(a.first_offset, a.last_offset) for a in ls.pending_acks]),
-                ls.highest_hw,
+                ls.highest_hw, tuple([(f, brank[e]) for f, e in ls.remote_broker_epoch.items()]),
+                _in_flight(ls.in_flight, rank, brank),
             )
         else:
             leadership = (
                 ls.isr, rank[ls.partition_epoch], ls.epoch_start_offset, tuple(sorted(ls.remote_leo.items())),
                 tuple(sorted(ls.last_caught_up_ms.items())), tuple(sorted(ls.last_fetch_leader_leo.items())),
                 tuple(sorted(ls.last_fetch_ms.items())), tuple([(a.first_offset, a.last_offset) for a in ls.pending_acks]),
-                ls.highest_hw,
+                ls.highest_hw, tuple(sorted([(f, brank[e]) for f, e in ls.remote_broker_epoch.items()])),
+                _in_flight(ls.in_flight, rank, brank),
             )
         log = r.log
         replicas.append((
@@ -208,7 +213,8 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
             r.believed_leader, r.leader_epoch, rank[r.partition_epoch], r.fresh_after_restart,
             r.processed_leader_and_isr, FETCH_STATE_INDEX[r.fetch_state],
             tuple([(q.leader, q.leader_epoch, q.isr, rank[q.partition_epoch]) for q in r.pending_requests]),
-            r.last_response_hw, leadership,
+            r.last_response_hw, leadership, brank[r.broker_epoch],
+            None if r.clean_shutdown_epoch is None else brank.get(r.clean_shutdown_epoch, -2),
         ))
     committed = g.committed
     acked = g.acked
@@ -218,13 +224,43 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
         tuple(sorted([(off, record, tuple(sorted(a.holders)), a.lost_by_power) for (off, record), a in acked.items()]))
         if acked else (),
         g.unclean_election, g.faultless, tuple(g.pair_mismatch.items()),  # both built in replica order, never re-keyed
-        tuple(g.committed_mismatch_of.items()), tuple(sorted(g.presumer_covered.items())),
+        tuple(g.committed_mismatch_of.items()), tuple(sorted(g.presumer_covered.items())), tuple(sorted(g.suspects)),
+        g.lossy_shutdowns,
     )
     return (
         p.now_ms, p.compacted_offset, p.prefix_digest,
-        (c.leader, c.leader_epoch, c.isr, rank[c.partition_epoch], c.highest_epoch),
+        (c.leader, c.leader_epoch, c.isr, rank[c.partition_epoch], c.highest_epoch, c.elr, c.last_known_elr, c.fenced,
+         tuple(sorted([(b, brank[e]) for b, e in c.broker_epochs.items()])), brank[c.next_broker_epoch],
+         tuple(sorted(c.log_info.items()))),
         tuple(replicas), checker, (counters.records, counters.crashes, counters.power_crashes),
     )
+
+
+def _in_flight(q: AlterPartitionRequest | None, rank: dict[int, int], brank: dict[int, int]) -> tuple | None:
+    if q is None:
+        return None
+    return (q.leader, q.leader_epoch, rank.get(q.partition_epoch, -2), q.isr,
+            tuple([(f, brank.get(e, -2)) for f, e in q.added_broker_epochs]), q.why)
+
+
+def _broker_epoch_ranks(c, replicas) -> dict[int, int]:
+    """Every broker epoch present mapped to its rank (-1, "none", stays -1): the rules only
+    compare broker epochs for equality and hand out ``next_broker_epoch``, the largest."""
+    present = {c.next_broker_epoch}
+    present.update(c.broker_epochs.values())
+    for r in replicas:
+        present.add(r.broker_epoch)
+        if r.clean_shutdown_epoch is not None:
+            present.add(r.clean_shutdown_epoch)
+        ls = r.leadership
+        if ls is not None:
+            present.update(ls.remote_broker_epoch.values())
+            if ls.in_flight is not None:
+                present.update(e for _f, e in ls.in_flight.added_broker_epochs)
+    present.discard(-1)
+    rank = {v: i for i, v in enumerate(sorted(present))}
+    rank[-1] = -1
+    return rank
 
 
 def _is_sorted(ids: tuple[int, ...]) -> bool:
@@ -245,6 +281,8 @@ def _partition_epoch_ranks(controller_epoch: int, replicas) -> dict[int, int]:
             present.add(q.partition_epoch)
         if r.leadership is not None:
             present.add(r.leadership.partition_epoch)
+            if r.leadership.in_flight is not None:
+                present.add(r.leadership.in_flight.partition_epoch)
     present.discard(-1)
     rank = {v: i for i, v in enumerate(sorted(present))}
     rank[-1] = -1
@@ -259,10 +297,13 @@ def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
     p, g = replay.partition, replay.checker
     p.now_ms, p.compacted_offset, p.prefix_digest = now_ms, compacted_offset, prefix_digest
     c = p.controller
-    c.leader, c.leader_epoch, c.isr, c.partition_epoch, c.highest_epoch = ctl
+    (c.leader, c.leader_epoch, c.isr, c.partition_epoch, c.highest_epoch, c.elr, c.last_known_elr, c.fenced, broker_epochs,
+     c.next_broker_epoch, log_info) = ctl
+    c.broker_epochs, c.log_info = dict(broker_epochs), dict(log_info)
     semantics = p.variant.cache_semantics
     for (rid, log, log_start, log_before, hw, hw_checkpoint, recovery_point, cache, alive, halted, role, believed_leader,
-         leader_epoch, partition_epoch, fresh, processed, fetch_state, pending, last_response_hw, ls) in replicas:
+         leader_epoch, partition_epoch, fresh, processed, fetch_state, pending, last_response_hw, ls, broker_epoch,
+         clean_shutdown_epoch) in replicas:
         r = p.replicas[rid]
         r.log = Log(log, log_start, log_before)
         r.hw, r.hw_checkpoint, r.recovery_point = hw, hw_checkpoint, recovery_point
@@ -273,18 +314,22 @@ def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
         r.fetch_state = FETCH_STATE_CODES[fetch_state]
         r.pending_requests = [LeaderAndIsrRequest(*q) for q in pending]
         r.last_response_hw = last_response_hw
+        r.broker_epoch, r.clean_shutdown_epoch = broker_epoch, clean_shutdown_epoch
         if ls is not None:
-            isr, pe, start, remote_leo, caught_up, fetch_leo, fetch_ms, acks, highest_hw = ls
+            isr, pe, start, remote_leo, caught_up, fetch_leo, fetch_ms, acks, highest_hw, remote_broker_epoch, in_flight = ls
             r.leadership = LeaderState(0, isr, pe, start, dict(remote_leo), dict(caught_up), dict(fetch_leo),
-                                       dict(fetch_ms), [PendingAck(0, a, b) for a, b in acks], highest_hw)
+                                       dict(fetch_ms), [PendingAck(0, a, b) for a, b in acks], highest_hw,
+                                       dict(remote_broker_epoch),
+                                       None if in_flight is None else AlterPartitionRequest(*in_flight))
     (committed, committed_start, committed_before, twice, acked, unclean, faultless, pair_mismatch, committed_mismatch,
-     covered) = checker
+     covered, suspects, lossy_shutdowns) = checker
     g.committed = Log(committed, committed_start, committed_before)
     g.committed_twice = list(twice)
     g.committed_twice_set = set(twice)
     g.acked = {(off, record): AckInfo(0, frozenset(holders), lost) for off, record, holders, lost in acked}
     g.unclean_election, g.faultless = unclean, faultless
     g.pair_mismatch, g.committed_mismatch_of, g.presumer_covered = dict(pair_mismatch), dict(committed_mismatch), dict(covered)
+    g.suspects, g.lossy_shutdowns = set(suspects), lossy_shutdowns
     return replay, Counters(*counters)
 
 
@@ -346,12 +391,18 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
                 codes.append(step_code(StepKind.CRASH, r, "p"))  # differs from a process crash only with unflushed records
     if space.has(StepKind.RESTART):
         codes += [step_code(StepKind.RESTART, r) for r in order if not reps[r].alive]
+    kraft = p.variant.metadata == "kraft"
     next_epoch = c.leader_epoch + 1
+    if kraft:
+        _kraft_codes(space, p, counters, codes)
     if space.has(StepKind.ELECT) and next_epoch <= b.epochs:
-        live_isr = [r for r in order if r in c.isr and reps[r].alive]
-        candidates = live_isr
-        if not live_isr and p.config.unclean_leader_election:
-            candidates = [r for r in order if reps[r].alive]
+        candidates = _clean_candidates(p)
+        if not candidates:
+            recovered = _recovery_choice(p)
+            if recovered is not None:
+                candidates = [recovered]
+            elif p.config.unclean_leader_election:
+                candidates = [r for r in order if (reps[r].alive or kraft) and r not in c.fenced]
         for r in candidates:
             # to every live replica (leader first), to the leader only, to nobody yet
             codes += [step_code(StepKind.ELECT, r, flag) for flag in ("", "o", "n")]
@@ -368,7 +419,9 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
     if space.has(StepKind.SHRINK_ISR) and c.leader is not None and reps[c.leader].presumes_leadership:
         ls = reps[c.leader].leadership
         assert ls is not None
-        codes += [step_code(StepKind.SHRINK_ISR, r) for r in order if r in ls.isr and r != c.leader]
+        # Under KRaft 3.5 an accepted shrink bumps the leader epoch: it needs the epoch budget.
+        if ls.in_flight is None and (not (kraft and p.variant.controller_isr_change_bumps_epoch) or next_epoch <= b.epochs):
+            codes += [step_code(StepKind.SHRINK_ISR, r) for r in order if r in ls.isr and r != c.leader]
     if space.has(StepKind.CHECKPOINT_HW) and space.explicit_checkpoints:
         codes += [step_code(StepKind.CHECKPOINT_HW, r) for r in order if reps[r].alive and reps[r].hw != reps[r].hw_checkpoint]
     if space.has(StepKind.FLUSH) and space.explicit_flushes:
@@ -404,24 +457,72 @@ def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tupl
         return Elect(leader=leader, to=to), counters
     if kind is StepKind.LEADER_AND_ISR:
         return LeaderAndIsr(r, epoch=int(flag[1:]) if flag else None), counters
+    if kind is StepKind.SHUTDOWN:
+        return Shutdown(r), replace(counters, crashes=counters.crashes + 1)
     return REPLICA_STEPS[kind](r), counters
 
 
 # The step kinds whose code names only a replica.
 REPLICA_STEPS: dict[StepKind, Callable[[int], Step]] = {
     StepKind.RESTART: Restart, StepKind.CONTROLLER_REMOVE: ControllerRemove, StepKind.SHRINK_ISR: ShrinkIsr,
-    StepKind.CHECKPOINT_HW: CheckpointHw, StepKind.FLUSH: Flush,
+    StepKind.CHECKPOINT_HW: CheckpointHw, StepKind.FLUSH: Flush, StepKind.FENCE: Fence, StepKind.UNFENCE: Unfence,
+    StepKind.ALTER_PARTITION: AlterPartition, StepKind.LOG_INFO: LogInfo,
 }
 
 
 def _controller_choice(p) -> int | None:
     """Who ``elect`` without a leader would choose (Kafka's OfflinePartitionLeaderSelector)."""
     c = p.controller
+    if p.variant.metadata == "kraft":
+        clean = _clean_candidates(p)
+        if clean:
+            return clean[0]
+        recovered = _recovery_choice(p)
+        if recovered is not None:
+            return recovered
+        unfenced = [r for r in p.assignment if r not in c.fenced]
+        return unfenced[0] if unfenced and p.config.unclean_leader_election else None
     live_isr = [r for r in p.assignment if r in c.isr and p.replicas[r].alive]
     if live_isr:
         return live_isr[0]
     live = [r for r in p.assignment if p.replicas[r].alive]
     return live[0] if live and p.config.unclean_leader_election else None
+
+
+def _clean_candidates(p) -> list[int]:
+    """Who a clean election may choose: the live ISR (ZooKeeper); the live unfenced ISR, or ELR
+    when the ISR is empty (KRaft)."""
+    c = p.controller
+    if p.variant.metadata != "kraft":
+        return [r for r in p.assignment if r in c.isr and p.replicas[r].alive]
+    pool = c.isr if c.isr else (c.elr if p.variant.elr else ())
+    return [r for r in p.assignment if r in pool and r not in c.fenced]  # the controller cannot see a crash, only a fence
+
+
+def _recovery_choice(p) -> int | None:
+    if p.variant.metadata != "kraft":
+        return None
+    from .kraft import recovery_choice
+    return recovery_choice(p, p.controller.isr, p.controller.elr)
+
+
+def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:
+    """The KRaft steps a search takes: a clean shutdown of a live broker (it counts as a crash),
+    the fencing of a dead broker the controller still trusts (its session timing out), an
+    AlterPartition answer (config alter_partition: explicit), and GetReplicaLogInfo answers
+    during unclean recovery.  A restart registers and unfences at once (no unfence step)."""
+    c, reps, order, b = p.controller, p.replicas, p.assignment, space.bounds
+    if space.has(StepKind.SHUTDOWN) and counters.crashes < b.crashes:
+        codes += [step_code(StepKind.SHUTDOWN, r) for r in order if reps[r].alive]
+    if space.has(StepKind.FENCE):
+        codes += [step_code(StepKind.FENCE, r) for r in order if not reps[r].alive and r not in c.fenced]
+    if space.has(StepKind.ALTER_PARTITION) and p.config.alter_partition == "explicit":
+        codes += [step_code(StepKind.ALTER_PARTITION, r) for r in order
+                  if reps[r].presumes_leadership and reps[r].leadership is not None and reps[r].leadership.in_flight is not None]
+    if space.has(StepKind.LOG_INFO) and p.variant.unclean_recovery in ("balanced", "proactive"):
+        if c.leader is None or c.leader in c.fenced:
+            codes += [step_code(StepKind.LOG_INFO, r) for r in order
+                      if reps[r].alive and r not in c.fenced and r not in c.log_info]
 
 
 # -- states and their successors ----------------------------------------------------------------

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable
 
-from .effects import IsrWritten, RoleChanged
+from .effects import IsrWritten, MetadataChanged, RoleChanged
 from .replica import FetchState, Role
 from .steps import StepKind
 
@@ -50,7 +50,7 @@ class Input(str, Enum):
     RESPONSES = "responses"  # a follower's HW of the last fetch response
     CACHES = "caches"  # the epoch caches
     ROLES = "roles"  # alive, role, believed leader, leader and partition epochs, fetch state, LeaderAndIsr processed, a leader's own ISR
-    CONTROLLER = "controller"  # the controller's leader, leader epoch and ISR
+    CONTROLLER = "controller"  # the controller's leader, leader epoch, ISR, ELR, LastKnownELR, fenced brokers
     FINDINGS = "findings"  # what the checker detected in this step's effects (losses, log matching, acks ...)
 
     @property
@@ -249,6 +249,54 @@ def acked_implies_min_isr(p: "Partition", g: "Checker") -> str | None:
     return g.findings.get("AckedImpliesMinIsr")
 
 
+def leader_candidate_completeness(p: "Partition", g: "Checker") -> str | None:
+    """C.13 Every live member of the controller's ISR and ELR holds every committed record
+    (while Faultless and no unclean election: the TLA+ LeaderCandidateCompleteness)."""
+    if not g.faultless or g.unclean_election:
+        return None
+    c = p.controller
+    end = len(g.committed)
+    for r in sorted(set(c.isr) | set(c.elr)):
+        rep = p.replicas[r]
+        if not rep.alive:
+            continue
+        cm = g.committed_mismatch_of[r]
+        if cm is not None or rep.log.end < end:
+            first = cm if cm is not None else rep.log.end
+            where = "ISR" if r in c.isr else "ELR"
+            return f"{where} member {r} lacks committed offset {first} (committed end {end}, its LEO {rep.log.end})"
+    return None
+
+
+def unclean_exclusion(p: "Partition", g: "Checker") -> str | None:
+    """C.14 A replica back from a lossy unclean shutdown is neither leader nor in the ISR or ELR
+    until it follows the leader and holds every committed record again."""
+    if g.unclean_election:
+        return None  # an unclean election (or recovery) chose knowingly
+    c = p.controller
+    for r in sorted(g.suspects):
+        if not p.replicas[r].alive:
+            continue
+        if c.leader == r:
+            return f"replica {r} lost data in an unclean shutdown and leads before catching up"
+        if r in c.isr or r in c.elr:
+            where = "ISR" if r in c.isr else "ELR"
+            return f"replica {r} lost data in an unclean shutdown and is in the {where} {list(c.isr if r in c.isr else c.elr)} before catching up"
+    return None
+
+
+def min_isr_recovery_quorum(p: "Partition", g: "Checker") -> str | None:
+    """C.15 With ELR and balanced recovery, when the ISR and ELR are both empty, the
+    LastKnownELR (the recovery quorum) has at least min.insync.replicas members."""
+    c = p.controller
+    if not p.variant.elr or p.variant.unclean_recovery != "balanced" or c.isr or c.elr:
+        return None
+    need = min(p.config.min_insync_replicas, len(p.assignment))
+    if len(c.last_known_elr) < need:
+        return f"ISR and ELR are empty and the LastKnownELR {list(c.last_known_elr)} has fewer than {need} members"
+    return None
+
+
 L, H, R, C, O, K, F = Input.LOGS, Input.HWS, Input.RESPONSES, Input.CACHES, Input.ROLES, Input.CONTROLLER, Input.FINDINGS
 
 REGISTRY: tuple[Invariant, ...] = (
@@ -266,6 +314,9 @@ REGISTRY: tuple[Invariant, ...] = (
     Invariant("LeaderInIsr", "C.10", "leader != none implies leader in ISR", Tier.STEP, leader_in_isr, frozenset({K})),
     Invariant("UniqueLeaderPerEpoch", "C.11", "no epoch reused; one presumed leader per epoch", Tier.STEP, unique_leader_per_epoch, frozenset({O, F})),
     Invariant("AckedImpliesMinIsr", "C.12", "acks only with ISR >= min.isr and every ISR member holding the record", Tier.STEP, acked_implies_min_isr, frozenset({F})),
+    Invariant("LeaderCandidateCompleteness", "C.13", "every live ISR and ELR member holds every committed record (Faultless)", Tier.STEP, leader_candidate_completeness, frozenset({L, H, O, K})),
+    Invariant("UncleanExclusion", "C.14", "a replica back from a lossy unclean shutdown is not leader, ISR or ELR until caught up (no unclean election)", Tier.STEP, unclean_exclusion, frozenset({L, R, O, K})),
+    Invariant("MinIsrRecoveryQuorum", "C.15", "ISR and ELR empty implies a LastKnownELR of at least min.insync.replicas (ELR, balanced)", Tier.STEP, min_isr_recovery_quorum, frozenset({K})),
 )
 
 # What each step kind can change (its handler, the end-of-step checkpoint and flush included).
@@ -284,7 +335,12 @@ STEP_CHANGES: dict[StepKind, frozenset[Input]] = {
     StepKind.CHECKPOINT_HW: frozenset(),
     StepKind.FLUSH: frozenset(),
     StepKind.CRASH: frozenset({L, H, R, O, K}),
-    StepKind.RESTART: frozenset({H, C, O}),
+    StepKind.RESTART: frozenset({H, C, O}),  # KRaft's registration widens it by its effects
+    StepKind.SHUTDOWN: ALL_INPUTS,
+    StepKind.FENCE: ALL_INPUTS,
+    StepKind.UNFENCE: ALL_INPUTS,
+    StepKind.ALTER_PARTITION: ALL_INPUTS,
+    StepKind.LOG_INFO: ALL_INPUTS,
 }
 assert set(STEP_CHANGES) == set(StepKind), "every step kind declares what it can change"
 
@@ -292,6 +348,7 @@ assert set(STEP_CHANGES) == set(StepKind), "every step kind declares what it can
 EFFECT_CHANGES: dict[type, frozenset[Input]] = {
     IsrWritten: frozenset({O, K}),  # a leader wrote an ISR change (a fetch expanding the ISR)
     RoleChanged: frozenset({O, L, H, C, R}),  # a fetch ended a truncation phase or halted its follower
+    MetadataChanged: frozenset({O, K}),  # KRaft: the controller wrote a partition change (a restart's registration)
 }
 del L, H, R, C, O, K, F
 
@@ -304,7 +361,7 @@ INPUT_MEANING: dict[Input, str] = {
     Input.RESPONSES: "a follower's HW of its last fetch response",
     Input.CACHES: "the epoch caches",
     Input.ROLES: "alive, role, believed leader, leader and partition epochs, fetch state, a leader's own ISR",
-    Input.CONTROLLER: "the controller's leader, leader epoch and ISR",
+    Input.CONTROLLER: "the controller's leader, leader epoch, ISR, ELR, LastKnownELR and fenced brokers",
     Input.FINDINGS: "what the checker found in the step's effects (losses, log matching, offsets, acks, epoch reuse)",
 }
 assert set(INPUT_MEANING) == set(Input)

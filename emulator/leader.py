@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import kraft
 from .effects import Acked, CacheChanged, IsrWritten, LeaderHw, LeadershipEnded
 from .log import append
-from .replica import NEVER, UNKNOWN_OFFSET, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
+from .replica import NEVER, UNKNOWN_OFFSET, AlterPartitionRequest, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
 from .steps import Produce, ShrinkIsr, Tick
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
@@ -44,11 +45,13 @@ def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
             last_fetch_leader_leo={f: UNKNOWN_OFFSET for f in followers},
             last_fetch_ms={f: NEVER for f in followers},
             highest_hw=rep.hw,
+            remote_broker_epoch={f: -1 for f in followers},
         )
     else:
         ls = rep.leadership
         assert ls is not None
         ls.isr, ls.partition_epoch, ls.epoch_start_offset = request.isr, request.partition_epoch, rep.leo
+        ls.in_flight = None  # a new leader epoch: the answer to an AlterPartition in flight is ignored
         for f in followers:
             ls.last_caught_up_ms[f] = p.now_ms if f in request.isr else NEVER
             ls.last_fetch_leader_leo[f] = rep.leo
@@ -104,8 +107,8 @@ def maybe_increment_high_watermark(p: "Partition", leader: Replica) -> bool:
     """
     ls = leader.leadership
     assert ls is not None
-    isr = ls.isr
-    if p.variant.strict_min_isr_hw and len(isr) < p.config.min_insync_replicas:
+    isr = ls.isr if ls.in_flight is None else ls.maximal_isr
+    if p.variant.strict_min_isr_hw and len(ls.isr) < p.config.min_insync_replicas:
         return False
     new_hw = leader.log.end
     for f, remote in ls.remote_leo.items():
@@ -155,10 +158,36 @@ def _acked(p: "Partition", leader: Replica, ack: PendingAck, isr: tuple[int, ...
     return Acked(leader.id, ack.first_offset, ack.last_offset, ack.step, isr, records, holders, short)
 
 
-def leader_write_isr(p: "Partition", leader: Replica, isr: tuple[int, ...], why: str) -> bool:
+def uses_alter_partition(p: "Partition") -> bool:
+    """A leader's ISR change is an AlterPartition request (KRaft, or answered explicitly), not
+    the ZooKeeper-era conditional write."""
+    return p.variant.metadata == "kraft" or p.config.alter_partition == "explicit"
+
+
+def send_alter_partition(p: "Partition", leader: Replica, isr: tuple[int, ...], why: str, added: tuple[int, ...]) -> bool:
+    """Partition.prepareIsrExpand / prepareIsrShrink: propose ``isr``; with every_step the
+    controller answers at once, with explicit it stays in flight (the HW counts the maximal ISR)
+    until an alter_partition step.  False: not sent (one is in flight) or rejected."""
+    ls = leader.leadership
+    assert ls is not None
+    if ls.in_flight is not None:
+        return False
+    checked = p.variant.isr_expand_checks_broker_epoch
+    epochs = tuple((f, ls.remote_broker_epoch.get(f, -1) if checked else -1) for f in added)
+    request = AlterPartitionRequest(leader.id, leader.leader_epoch, ls.partition_epoch, isr, epochs, why)
+    if p.config.alter_partition == "explicit":
+        ls.in_flight = request
+        p.event("AlterPartitionSent", leader=leader.id, isr=list(isr), why=why)
+        return True
+    return kraft.answer_alter_partition(p, leader, request)
+
+
+def leader_write_isr(p: "Partition", leader: Replica, isr: tuple[int, ...], why: str, added: tuple[int, ...] = ()) -> bool:
     """Write a leader-initiated ISR change (ZK CAS on the partition epoch); no epoch bump."""
     c, ls = p.controller, leader.leadership
     assert ls is not None
+    if uses_alter_partition(p):
+        return send_alter_partition(p, leader, isr, why, added)
     if c.leader != leader.id or c.partition_epoch != ls.partition_epoch:
         return False  # stale zkVersion: a zombie or a leader that missed a LeaderAndIsr
     c.isr = isr
@@ -183,6 +212,7 @@ def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_o
     ls = leader.leadership
     assert ls is not None
     ls.remote_leo[f] = fetch_offset
+    ls.remote_broker_epoch[f] = p.replicas[f].broker_epoch  # the fetch carries it (KIP-903)
     if fetch_offset >= leader.leo:
         ls.last_caught_up_ms[f] = _later(ls.last_caught_up_ms[f], p.now_ms)
     elif fetch_offset >= ls.last_fetch_leader_leo[f]:
@@ -196,11 +226,11 @@ def maybe_expand_isr(p: "Partition", leader: Replica, f: int) -> bool:
     ls = leader.leadership
     assert ls is not None
     remote = ls.remote_leo[f]
-    if f in ls.isr or remote < leader.hw:
+    if f in ls.isr or remote < leader.hw or ls.in_flight is not None:
         return False
     if p.variant.isr_join_requires_epoch_start and remote < ls.epoch_start_offset:
         return False
-    return leader_write_isr(p, leader, tuple(sorted(ls.isr + (f,))), "expand")
+    return leader_write_isr(p, leader, tuple(sorted(ls.isr + (f,))), "expand", added=(f,))
 
 
 def shrink_isr(p: "Partition", step: ShrinkIsr) -> None:
@@ -219,8 +249,12 @@ def shrink_isr(p: "Partition", step: ShrinkIsr) -> None:
     if f not in ls.isr:
         p.error("REPLICA_NOT_IN_ISR")
         return
+    if ls.in_flight is not None:
+        p.error("ALTER_PARTITION_IN_FLIGHT")
+        return
     if not leader_write_isr(p, leader, tuple(x for x in ls.isr if x != f), "shrink"):
-        p.error("INVALID_UPDATE_VERSION")
+        if not uses_alter_partition(p):
+            p.error("INVALID_UPDATE_VERSION")  # (an AlterPartition's rejection is reported with its reason)
         return
     ls.last_caught_up_ms[f] = NEVER  # lagging until it fetches up to the LEO again
     ls.last_fetch_ms[f] = NEVER
@@ -256,7 +290,7 @@ def maybe_shrink_isr(p: "Partition", leader: Replica) -> bool:
     ls = leader.leadership
     assert ls is not None
     out_of_sync_followers = [f for f in ls.isr if f != leader.id and out_of_sync(p, leader, f)]
-    if not out_of_sync_followers:
+    if not out_of_sync_followers or ls.in_flight is not None:
         return False
     if not leader_write_isr(p, leader, tuple(f for f in ls.isr if f not in out_of_sync_followers), "lag"):
         return False

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import controller, follower, leader, recovery, replica_manager
+from . import controller, follower, kraft, leader, recovery, replica_manager
 from ._build import mypyc_attr
 from .config import Config
 from .controller import Controller
@@ -45,6 +45,11 @@ HANDLERS: dict[StepKind, Callable[["Partition", Any], None]] = {  # each takes i
     StepKind.FLUSH: recovery.flush,
     StepKind.CRASH: recovery.crash,
     StepKind.RESTART: recovery.restart,
+    StepKind.SHUTDOWN: recovery.shutdown,
+    StepKind.FENCE: kraft.fence,
+    StepKind.UNFENCE: kraft.unfence,
+    StepKind.ALTER_PARTITION: kraft.alter_partition,
+    StepKind.LOG_INFO: kraft.log_info,
 }
 assert set(HANDLERS) == set(STEP_TABLE), "every step kind of STEP_TABLE needs a handler"
 
@@ -88,6 +93,8 @@ class Partition:
         # ``prefix_digest`` is the SHA-256 chain over those records.
         self.compacted_offset = 0
         self.prefix_digest = ""
+        if variant.metadata == "kraft":
+            kraft.register_all(self)
 
     def apply(self, step: Step) -> StepOutcome:
         """Replay one step, then checkpoint and flush (every_step configs)."""

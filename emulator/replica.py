@@ -37,6 +37,20 @@ class LeaderAndIsrRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class AlterPartitionRequest:
+    """A leader's proposed ISR in flight to the controller (Partition.scala's PendingExpandIsr /
+    PendingShrinkIsr): the leader and partition epochs it was based on, and for each replica it
+    adds the broker epoch of the fetch that judged it caught up (-1: not checked, KIP-903)."""
+
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    added_broker_epochs: tuple[tuple[int, int], ...]
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class PendingAck:
     """An acks=all produce parked until the HW covers ``last_offset`` (a DelayedProduce)."""
 
@@ -60,12 +74,22 @@ class LeaderState:
     last_fetch_ms: dict[int, int | None]
     pending_acks: list[PendingAck] = field(default_factory=list)
     highest_hw: int = 0
+    remote_broker_epoch: dict[int, int] = field(default_factory=dict)  # carried by each follower's last fetch (KIP-903)
+    in_flight: AlterPartitionRequest | None = None  # the AlterPartition awaiting the controller's answer
 
     def copy(self) -> "LeaderState":
         """An independent copy (the dicts and the list a step mutates are copied)."""
         return LeaderState(self.generation, self.isr, self.partition_epoch, self.epoch_start_offset, dict(self.remote_leo),
                            dict(self.last_caught_up_ms), dict(self.last_fetch_leader_leo), dict(self.last_fetch_ms),
-                           list(self.pending_acks), self.highest_hw)
+                           list(self.pending_acks), self.highest_hw, dict(self.remote_broker_epoch), self.in_flight)
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR the HW is computed over: the ISR, plus what an AlterPartition in flight adds
+        (a shrink counts its removed replicas until the controller accepts it)."""
+        if self.in_flight is None:
+            return self.isr
+        return tuple(sorted(set(self.isr) | set(self.in_flight.isr)))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled too, Cls.__new__(Cls) then does not run __init__ (copies)
@@ -74,7 +98,8 @@ class Replica:
 
     __slots__ = ("id", "log", "hw", "hw_checkpoint", "recovery_point", "cache", "alive", "halted", "role",
                  "believed_leader", "leader_epoch", "partition_epoch", "fresh_after_restart",
-                 "processed_leader_and_isr", "fetch_state", "pending_requests", "last_response_hw", "leadership")
+                 "processed_leader_and_isr", "fetch_state", "pending_requests", "last_response_hw", "leadership",
+                 "broker_epoch", "clean_shutdown_epoch")
 
     def __init__(self, broker_id: int, cache_semantics: str) -> None:
         self.id = broker_id
@@ -95,6 +120,8 @@ class Replica:
         self.pending_requests: list[LeaderAndIsrRequest] = []
         self.last_response_hw: int | None = None
         self.leadership: LeaderState | None = None
+        self.broker_epoch = -1  # KRaft: the epoch of its current registration (-1: none)
+        self.clean_shutdown_epoch: int | None = None  # KRaft: the clean-shutdown file (written by a shutdown step)
 
     def copy(self) -> "Replica":
         """An independent copy: log, cache, pending requests and leader state copied; scalars,
@@ -107,6 +134,7 @@ class Replica:
         new.processed_leader_and_isr, new.fetch_state = self.processed_leader_and_isr, self.fetch_state
         new.pending_requests, new.last_response_hw = list(self.pending_requests), self.last_response_hw
         new.leadership = None if self.leadership is None else self.leadership.copy()
+        new.broker_epoch, new.clean_shutdown_epoch = self.broker_epoch, self.clean_shutdown_epoch
         return new
 
     @property

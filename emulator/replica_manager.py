@@ -31,7 +31,7 @@ def leader_and_isr(p: "Partition", step: LeaderAndIsr) -> None:
         return
     # Without the controller's epoch bump, several requests share an epoch: the newest partition
     # epoch wins.  (With it, a shared epoch is an explicit reuse in the scenario: the first sent.)
-    by_partition_epoch = not p.variant.controller_isr_change_bumps_epoch
+    by_partition_epoch = not p.variant.controller_isr_change_bumps_epoch or p.variant.metadata == "kraft"
     process_leader_and_isr(p, rep, max(newer, key=lambda q: (q.leader_epoch, q.partition_epoch if by_partition_epoch else 0)))
 
 
@@ -39,7 +39,8 @@ def is_isr_update(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
     """An ISR change at an unchanged leader epoch (the controller does not bump the epoch when
     ``controller_isr_change_bumps_epoch`` is off): the same leader, a newer partition epoch
     (KRaft's partition epoch / ZooKeeper's zkVersion).  The broker only takes the new ISR."""
-    return (not p.variant.controller_isr_change_bumps_epoch and request.leader_epoch == rep.leader_epoch
+    return ((not p.variant.controller_isr_change_bumps_epoch or p.variant.metadata == "kraft")
+            and request.leader_epoch == rep.leader_epoch
             and request.partition_epoch > rep.partition_epoch and request.leader is not None
             and request.leader == rep.believed_leader)
 

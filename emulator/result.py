@@ -37,6 +37,10 @@ CONTROLLER_FIELDS: dict[str, tuple[str, Any]] = {
     "leader": ("a replica id or null", lambda v: v is None or _is_int(v)),
     "epoch": ("an int", _is_int),
     "isr": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+    # KRaft variants only (kip903, kip966): absent from the results of the ZooKeeper variants
+    "elr": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+    "last_known_elr": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+    "fenced": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
 }
 LOSS_FIELDS: dict[str, tuple[str, Any]] = {
     "offset": ("an int", _is_int),
@@ -49,7 +53,10 @@ LOSS_FIELDS: dict[str, tuple[str, Any]] = {
 
 def controller_snapshot(p) -> dict[str, Any]:
     c = p.controller
-    return {"leader": c.leader, "epoch": c.leader_epoch, "isr": sorted(c.isr)}
+    snapshot = {"leader": c.leader, "epoch": c.leader_epoch, "isr": sorted(c.isr)}
+    if p.variant.metadata == "kraft":
+        snapshot.update(elr=list(c.elr), last_known_elr=list(c.last_known_elr), fenced=list(c.fenced))
+    return snapshot
 
 
 def replica_snapshot(p, rid: int, with_log: bool = True) -> dict[str, Any]:

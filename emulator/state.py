@@ -21,7 +21,7 @@ from .checker import AckInfo
 from .config import Config
 from .epoch_cache import LeaderEpochCache
 from .log import Log
-from .replica import FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
+from .replica import AlterPartitionRequest, FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
 from .run import Replay
 from .variants import variant_named
 
@@ -54,10 +54,31 @@ def _leadership(ls: LeaderState | None) -> dict | None:
         "last_fetch_leader_leo": _str_keys(ls.last_fetch_leader_leo), "last_fetch_ms": _str_keys(ls.last_fetch_ms),
         "pending_acks": [[a.step, a.first_offset, a.last_offset] for a in ls.pending_acks],
         "highest_hw": ls.highest_hw,
+        **_kraft_leadership(ls),
     }
 
 
+def _kraft_leadership(ls: LeaderState) -> dict[str, Any]:
+    """KRaft-era leader state, written only when it holds something (older documents read the same)."""
+    d: dict[str, Any] = {}
+    if any(e != -1 for e in ls.remote_broker_epoch.values()):
+        d["remote_broker_epoch"] = _str_keys(ls.remote_broker_epoch)
+    q = ls.in_flight
+    if q is not None:
+        d["in_flight"] = [q.leader, q.leader_epoch, q.partition_epoch, list(q.isr), [list(x) for x in q.added_broker_epochs], q.why]
+    return d
+
+
 HEADER_KEYS = ("state_version", "protocol", "knobs", "assignment", "config")
+
+
+def _config_document(config: Config) -> dict[str, Any]:
+    """The config as ``Config`` holds it (acks included); ``alter_partition`` only when set, so
+    the states of partitions that never set it read as they did before it existed."""
+    d = {**asdict(config), "knobs": [list(kv) for kv in config.knobs]}
+    if config.alter_partition == "every_step":
+        del d["alter_partition"]
+    return d
 
 
 def header_document(replay: Replay) -> dict[str, Any]:
@@ -68,7 +89,7 @@ def header_document(replay: Replay) -> dict[str, Any]:
         "protocol": p.variant.name,
         "knobs": p.variant.knobs(),
         "assignment": list(p.assignment),
-        "config": {**asdict(p.config), "knobs": [list(kv) for kv in p.config.knobs]},  # acks as Config holds it
+        "config": _config_document(p.config),
     }
 
 
@@ -80,6 +101,7 @@ def state_document(replay: Replay) -> dict[str, Any]:
     """The part of a document steps change: the controller, the replicas, the checker's ghost state."""
     p, o = replay.partition, replay.checker
     c = p.controller
+    kraft = p.variant.metadata == "kraft"
     replicas = []
     for rid in p.assignment:
         r = p.replicas[rid]
@@ -93,6 +115,8 @@ def state_document(replay: Replay) -> dict[str, Any]:
             "fetch_state": None if r.fetch_state is None else r.fetch_state.value, "pending_requests": [_request(q) for q in r.pending_requests],
             "last_response_hw": r.last_response_hw, "leadership": _leadership(r.leadership),
         })
+        if kraft:
+            replicas[-1].update(broker_epoch=r.broker_epoch, clean_shutdown_epoch=r.clean_shutdown_epoch)
     cursor = o.loss_cursor
     return {
         "now_ms": p.now_ms, "step_number": p.step_number, "generation": p.generation,
@@ -101,6 +125,9 @@ def state_document(replay: Replay) -> dict[str, Any]:
         "controller": {
             "leader": c.leader, "leader_epoch": c.leader_epoch, "isr": list(c.isr),
             "partition_epoch": c.partition_epoch, "highest_epoch": c.highest_epoch,
+            **({"elr": list(c.elr), "last_known_elr": list(c.last_known_elr), "fenced": list(c.fenced),
+                "broker_epochs": _str_keys(c.broker_epochs), "next_broker_epoch": c.next_broker_epoch,
+                "log_info": {str(k): list(v) for k, v in sorted(c.log_info.items())}} if kraft else {}),
         },
         "replicas": replicas,
         "oracle": {
@@ -115,6 +142,8 @@ def state_document(replay: Replay) -> dict[str, Any]:
             "presumer_covered": _str_keys(o.presumer_covered),
             "reported_losses": sorted([off, e, v] for off, (e, v) in o.reported_losses),
             "loss_cursor": None if cursor is None else [list(cursor[0]), cursor[1], cursor[2]],
+            **({"suspects": sorted(o.suspects)} if o.suspects else {}),
+            **({"lossy_shutdowns": o.lossy_shutdowns} if o.lossy_shutdowns else {}),
         },
     }
 
@@ -139,6 +168,10 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
     ctl = p.controller
     ctl.leader, ctl.leader_epoch, ctl.isr = c["leader"], c["leader_epoch"], tuple(c["isr"])
     ctl.partition_epoch, ctl.highest_epoch = c["partition_epoch"], c["highest_epoch"]
+    if "broker_epochs" in c:
+        ctl.elr, ctl.last_known_elr, ctl.fenced = tuple(c["elr"]), tuple(c["last_known_elr"]), tuple(c["fenced"])
+        ctl.broker_epochs, ctl.next_broker_epoch = _int_keys(c["broker_epochs"]), c["next_broker_epoch"]
+        ctl.log_info = {int(k): (v[0], v[1]) for k, v in c["log_info"].items()}
     for d in doc["replicas"]:
         r: Replica = p.replicas[d["id"]]
         r.log = Log(((e, v) for e, v in d["log"]), d["log_start"], None if d["log_before"] is None else tuple(d["log_before"]))
@@ -150,6 +183,8 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
         r.fetch_state = None if d["fetch_state"] is None else FetchState(d["fetch_state"])
         r.last_response_hw = d["last_response_hw"]
         r.pending_requests = [LeaderAndIsrRequest(q[0], q[1], tuple(q[2]), q[3]) for q in d["pending_requests"]]
+        if "broker_epoch" in d:
+            r.broker_epoch, r.clean_shutdown_epoch = d["broker_epoch"], d["clean_shutdown_epoch"]
         ls = d["leadership"]
         r.leadership = None if ls is None else LeaderState(
             generation=ls["generation"], isr=tuple(ls["isr"]),
@@ -157,6 +192,11 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
             remote_leo=_int_keys(ls["remote_leo"]), last_caught_up_ms=_int_keys(ls["last_caught_up_ms"]),
             last_fetch_leader_leo=_int_keys(ls["last_fetch_leader_leo"]), last_fetch_ms=_int_keys(ls["last_fetch_ms"]),
             pending_acks=[PendingAck(*a) for a in ls["pending_acks"]], highest_hw=ls["highest_hw"],
+            remote_broker_epoch=_int_keys(ls["remote_broker_epoch"]) if "remote_broker_epoch" in ls
+            else {f: -1 for f in _int_keys(ls["remote_leo"])},
+            in_flight=None if ls.get("in_flight") is None else AlterPartitionRequest(
+                ls["in_flight"][0], ls["in_flight"][1], ls["in_flight"][2], tuple(ls["in_flight"][3]),
+                tuple((a, b) for a, b in ls["in_flight"][4]), ls["in_flight"][5]),
         )
     g = doc["oracle"]
     o.committed = Log(((e, v) for e, v in g["committed"]), g["committed_start"],
@@ -171,6 +211,8 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
     o.reported_losses = {(off, (e, v)) for off, e, v in g["reported_losses"]}
     cur = g["loss_cursor"]
     o.loss_cursor = None if cur is None else (tuple(cur[0]), cur[1], cur[2])
+    o.suspects = set(g.get("suspects", ()))
+    o.lossy_shutdowns = g.get("lossy_shutdowns", 0)
     return replay
 
 

@@ -34,6 +34,11 @@ class StepKind(str, Enum):
     CRASH = "crash"
     RESTART = "restart"
     TICK = "tick"
+    SHUTDOWN = "shutdown"
+    FENCE = "fence"
+    UNFENCE = "unfence"
+    ALTER_PARTITION = "alter_partition"
+    LOG_INFO = "log_info"
 
     def __str__(self) -> str:
         return self.value
@@ -126,7 +131,38 @@ class Crash:
 @dataclass(frozen=True, slots=True)
 class Restart:
     replica: int
+    fenced: bool = False  # KRaft: stay fenced after registering (an unfence step follows)
     kind = StepKind.RESTART
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    replica: int
+    kind = StepKind.SHUTDOWN
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    replica: int
+    kind = StepKind.FENCE
+
+
+@dataclass(frozen=True, slots=True)
+class Unfence:
+    replica: int
+    kind = StepKind.UNFENCE
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartition:
+    replica: int
+    kind = StepKind.ALTER_PARTITION
+
+
+@dataclass(frozen=True, slots=True)
+class LogInfo:
+    replica: int
+    kind = StepKind.LOG_INFO
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +171,8 @@ class Tick:
     kind = StepKind.TICK
 
 
-Step = Union[Elect, LeaderAndIsr, Produce, Fetch, ShrinkIsr, ControllerRemove, CheckpointHw, Flush, Crash, Restart, Tick]
+Step = Union[Elect, LeaderAndIsr, Produce, Fetch, ShrinkIsr, ControllerRemove, CheckpointHw, Flush, Crash, Restart, Tick,
+             Shutdown, Fence, Unfence, AlterPartition, LogInfo]
 
 
 # -- argument types -------------------------------------------------------------------------
@@ -274,12 +311,33 @@ STEP_TABLE: dict[StepKind, StepSpec] = {spec.kind: spec for spec in (
         _REPLICA,
         Arg("mode", ArgType.CHOICE, default=CrashMode.PROCESS, choices=tuple(m.value for m in CrashMode),
             doc="power: also lose every record at or above the recovery point"),
-    ), "The broker stops."),
-    StepSpec(StepKind.RESTART, Restart, (_REPLICA,),
-             "The broker starts again: HW = min(checkpointed HW, LEO), no known leader."),
+    ), "An unclean shutdown: the broker stops without flushing and writes no clean-shutdown file. process: the "
+       "operating system keeps the page cache, nothing is lost; power: a lossy unclean shutdown."),
+    StepSpec(StepKind.RESTART, Restart, (
+        _REPLICA,
+        Arg("fenced", ArgType.BOOL, default=False, doc="KRaft: the broker stays fenced after registering until an unfence step"),
+    ), "The broker starts again: HW = min(checkpointed HW, LEO), no known leader. KRaft: the controller fences its "
+       "old registration if it had not (it leaves the ISR), it registers with a new broker epoch, clean only if its "
+       "last stop was a shutdown step (else it leaves every ELR), and is unfenced at once unless `fenced`."),
     StepSpec(StepKind.TICK, Tick, (
         Arg("ms", ArgType.MILLIS, required=True, doc="how much emulated time passes"),
     ), "Emulated time passes; leaders shrink the ISR of followers that lagged too long."),
+    StepSpec(StepKind.SHUTDOWN, Shutdown, (_REPLICA,),
+             "A clean (controlled) shutdown: KRaft moves leadership away and removes the broker from the ISR first; the "
+             "broker flushes its log, checkpoints its HW, writes its broker epoch to the clean-shutdown file and stops."),
+    StepSpec(StepKind.FENCE, Fence, (_REPLICA,),
+             "KRaft: the controller fences the broker (missed heartbeats). It leaves the ISR (the last member stays "
+             "without ELR; with ELR it may move into the ELR) and, if it led, a new leader is elected at once."),
+    StepSpec(StepKind.UNFENCE, Unfence, (_REPLICA,),
+             "KRaft: the controller unfences a live, registered broker (it caught up with the metadata log); it "
+             "processes the current partition state, and a leaderless partition elects."),
+    StepSpec(StepKind.ALTER_PARTITION, AlterPartition, (_REPLICA,),
+             "The controller answers the AlterPartition in flight from this leader (config alter_partition: explicit; "
+             "otherwise it is answered in the step that sent it): accepted, the ISR is written; rejected, an error "
+             "and the reason."),
+    StepSpec(StepKind.LOG_INFO, LogInfo, (_REPLICA,),
+             "KRaft unclean recovery: the replica answers the controller's GetReplicaLogInfo with its last epoch and "
+             "LEO; once the strategy has its answers the controller elects the best."),
 )}
 
 STEP_KINDS: tuple[str, ...] = tuple(k.value for k in STEP_TABLE)

@@ -87,6 +87,30 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
     Knob("strict_min_isr_hw", (False, True),
          "the HW does not advance while the ISR is below min.insync.replicas",
          "KIP-966 / KAFKA-15583 (3.7+ ELR)"),
+    Knob("metadata", ("zookeeper", "kraft"),
+         "kraft: brokers register with a broker epoch and are fenced / unfenced by the controller; only unfenced "
+         "brokers are elected; a restart first fences the old registration (removing it from the ISR); the steps "
+         "fence, unfence and log_info exist only here",
+         "KIP-500 / KIP-631, 3.3+: ClusterControlManager.registerBroker, ReplicationControlManager.handleBrokerFenced"),
+    Knob("isr_excludes_ineligible", (False, True),
+         "AlterPartition is rejected (INELIGIBLE_REPLICA) when its new ISR names a fenced, unregistered or "
+         "shutting-down broker",
+         "KIP-841, 3.3.0 ReplicationControlManager.validateAlterPartitionData (ineligibleReplicasForIsr)"),
+    Knob("isr_expand_checks_broker_epoch", (False, True),
+         "a fetch carries the follower's broker epoch; the leader's AlterPartition sends it for every replica it "
+         "adds, and the controller rejects it (INELIGIBLE_REPLICA) if the broker registered again since",
+         "KIP-903, 3.5.0 Partition.maybeExpandIsr / ReplicationControlManager (broker epoch mismatch)"),
+    Knob("elr", (False, True),
+         "Eligible Leader Replicas: removals that take the ISR below min.insync.replicas move members into the ELR "
+         "(the ISR may become empty); a clean election takes the ISR, then the ELR when the ISR is empty; a broker "
+         "registering without a clean-shutdown epoch leaves every ELR",
+         "KIP-966, 3.7+ PartitionChangeBuilder.maybePopulateTargetElr / ReplicationControlManager.handleBrokerUncleanShutdown"),
+    Knob("unclean_recovery", ("manual", "last_known_leader", "balanced", "proactive"),
+         "when no clean election is possible: manual waits for an operator's unclean election; last_known_leader "
+         "elects the last leader once ISR and ELR are empty (Kafka's code); balanced asks every LastKnownELR member "
+         "(GetReplicaLogInfo) and elects the highest (epoch, offset); proactive elects the best of any live replica's "
+         "answer as soon as no ISR / ELR member is available",
+         "KIP-966 unclean recovery (unclean.recovery.strategy); code: 3.7+ PartitionChangeBuilder.canElectLastKnownLeader"),
 )}
 
 
@@ -108,6 +132,11 @@ class ProtocolVariant:
     halt_on_out_of_range: bool
     controller_isr_change_bumps_epoch: bool = True
     strict_min_isr_hw: bool = False
+    metadata: str = "zookeeper"
+    isr_excludes_ineligible: bool = False
+    isr_expand_checks_broker_epoch: bool = False
+    elr: bool = False
+    unclean_recovery: str = "manual"
 
     def __post_init__(self) -> None:
         for name, knob in KNOBS.items():
@@ -163,7 +192,29 @@ KIP320 = replace(
     halt_on_out_of_range=False,  # the fetcher truncates to the leader's LEO instead
 )
 
-VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (HW, KIP101, KIP279, KIP320)}
+# KRaft, Kafka 3.5: the metadata log, KIP-841 and KIP-903.  Below metadata.version 3.6-IV0 the
+# controller bumps the leader epoch on every ISR shrink, a leader's AlterPartition included
+# (PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded; KAFKA-15021 removed it in 3.6).
+KIP903 = replace(
+    KIP320,
+    name="kip903",
+    metadata="kraft",
+    isr_excludes_ineligible=True,  # KIP-841
+    isr_expand_checks_broker_epoch=True,  # KIP-903
+    controller_isr_change_bumps_epoch=True,
+)
+# KIP-966 Eligible Leader Replicas (3.7+ preview, 4.x) on top of 3.5, with the leader epoch no
+# longer bumped on an ISR shrink (3.6+) and balanced unclean recovery (the KIP's default).
+KIP966 = replace(
+    KIP903,
+    name="kip966",
+    elr=True,
+    strict_min_isr_hw=True,
+    controller_isr_change_bumps_epoch=False,
+    unclean_recovery="balanced",
+)
+
+VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (HW, KIP101, KIP279, KIP320, KIP903, KIP966)}
 VARIANT_NAMES: tuple[str, ...] = tuple(VARIANTS)
 
 

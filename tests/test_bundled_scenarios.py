@@ -61,8 +61,8 @@ def test_s1_protocol_all_matrix_shows_hw_column():
     assert out.returncode == 0, out.stderr
     matrix = out.stdout[out.stdout.rindex("scenario "):]
     header, _, *rows = matrix.splitlines()
-    assert header.split() == ["scenario", "hw", "kip101", "kip279", "kip320"]
-    assert rows[0].split() == ["s1-kip101-scenario-1", "NoCommittedDataLoss", "ok", "ok", "ok"]
+    assert header.split() == ["scenario", "hw", "kip101", "kip279", "kip320", "kip903", "kip966"]
+    assert rows[0].split() == ["s1-kip101-scenario-1", "NoCommittedDataLoss", "ok", "ok", "ok", "ok", "ok"]
     hw_column = [r.split()[0] for r in rows[1:]]
     assert "StrongIsr" in hw_column and "EventualConvergence" in hw_column
 

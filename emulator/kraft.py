@@ -1,0 +1,410 @@
+"""KRaft: the controller as a state machine over the metadata log (Kafka 3.5 and KIP-966).
+
+Brokers register with a broker epoch and are fenced and unfenced by the controller
+(``ClusterControlManager``); every change of a partition goes through one builder
+(``PartitionChangeBuilder``): the target ISR, the Eligible Leader Replicas, the election, the
+leader-epoch bump and the LastKnownELR; a leader's ISR change is an AlterPartition the controller
+validates (``ReplicationControlManager.validateAlterPartitionData``); when no clean election is
+possible, unclean recovery elects from the replicas' GetReplicaLogInfo answers.
+
+The rules read only the knobs ``metadata``, ``isr_excludes_ineligible``,
+``isr_expand_checks_broker_epoch``, ``elr``, ``unclean_recovery`` and
+``controller_isr_change_bumps_epoch`` (docs/protocol.md "KRaft").  ``maybe*`` functions say
+when they fire and return whether they changed anything.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .effects import EpochReused, IsrWritten, MetadataChanged, RoleChanged, UncleanElection
+from .replica import AlterPartitionRequest, LeaderAndIsrRequest, Replica
+from .steps import AlterPartition, Elect, Fence, LogInfo, Unfence
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from .partition import Partition
+
+NO_ANSWER = "UNSUPPORTED_VERSION"  # a KRaft-only request under a ZooKeeper variant
+
+
+def is_kraft(p: "Partition") -> bool:
+    return p.variant.metadata == "kraft"
+
+
+def register_all(p: "Partition") -> None:
+    """The initial cluster: every broker registered, unfenced, in assignment order."""
+    c = p.controller
+    for r in p.assignment:
+        c.broker_epochs[r] = c.next_broker_epoch
+        p.replicas[r].broker_epoch = c.next_broker_epoch
+        c.next_broker_epoch += 1
+
+
+def acceptable(p: "Partition", r: int) -> bool:
+    """``isAcceptableLeader``: a broker the controller has not fenced.  The controller cannot see
+    a crash; it learns of one when the broker's session times out (a fence step)."""
+    return r not in p.controller.fenced
+
+
+# -- the partition change builder ------------------------------------------------------------
+
+
+def target_elr(p: "Partition", old_isr: tuple[int, ...], isr: tuple[int, ...], elr: tuple[int, ...],
+               unclean_shutdown: tuple[int, ...] = ()) -> tuple[int, ...]:
+    """``maybePopulateTargetElr``: at or above min ISR the ELR is empty; below it, the ELR keeps
+    its members and takes the removed ISR members, less the ISR and unclean-shutdown replicas."""
+    if not p.variant.elr or len(isr) >= p.config.min_insync_replicas:
+        return ()
+    return tuple(sorted((set(elr) | set(old_isr)) - set(isr) - set(unclean_shutdown)))
+
+
+def recovery_choice(p: "Partition", isr: tuple[int, ...], elr: tuple[int, ...]) -> int | None:
+    """Unclean recovery's leader once no clean election is possible, or None (wait).
+
+    ``last_known_leader`` (Kafka's code): ISR and ELR empty and LastKnownELR holds one broker, the
+    last leader: elected (the code does not require it to be acceptable).  ``balanced`` (KIP-966):
+    ISR and ELR empty, every LastKnownELR member live, unfenced and answered GetReplicaLogInfo: the
+    highest (last epoch, LEO).  ``proactive``: any acceptable replica that answered, the best."""
+    c, strategy = p.controller, p.variant.unclean_recovery
+    if strategy == "last_known_leader":
+        if not isr and not elr and len(c.last_known_elr) == 1:
+            return c.last_known_elr[0]
+        return None
+    if strategy == "balanced":
+        quorum = c.last_known_elr
+        if isr or elr or not quorum or not all(m in c.log_info and acceptable(p, m) for m in quorum):
+            return None
+        answered = [m for m in p.assignment if m in quorum]
+    elif strategy == "proactive":
+        answered = [m for m in p.assignment if m in c.log_info and acceptable(p, m)]
+    else:
+        return None
+    if not answered:
+        return None
+    best = answered[0]
+    for m in answered[1:]:
+        if c.log_info[m] > c.log_info[best]:  # (epoch, offset); ties: the first in assignment order
+            best = m
+    return best
+
+
+def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_shutdown: tuple[int, ...] = (),
+                     exclude: int | None = None, ineligible: int | None = None) -> bool:
+    """``PartitionChangeBuilder.build`` for a target ISR: ELR, election (the current leader if it
+    is still valid), epochs, LastKnownELR; writes and delivers the change.  False: a no-op."""
+    c = p.controller
+    old_isr = c.isr
+    isr = tuple(sorted(isr))
+    elr = target_elr(p, old_isr, isr, c.elr, unclean_shutdown)
+    last_known = c.last_known_elr if len(isr) < p.config.min_insync_replicas else ()
+    if unclean_shutdown and p.variant.unclean_recovery == "balanced":
+        last_known = tuple(sorted(set(last_known) | (set(unclean_shutdown) & set(c.elr))))
+
+    def valid(r: int | None) -> bool:
+        return r is not None and r != ineligible and (r in isr or (not isr and r in elr)) and acceptable(p, r)
+
+    leader = c.leader
+    unclean = False
+    if not valid(leader):
+        leader = next((r for r in p.assignment if valid(r)), None)
+        if leader is None:
+            leader = recovery_choice(p, isr, elr)
+            unclean = leader is not None
+        if leader is None and p.config.unclean_leader_election:
+            leader = next((r for r in p.assignment if acceptable(p, r)), None)
+            unclean = leader is not None
+    return write_change(p, leader, isr, elr, last_known, why, unclean=unclean, exclude=exclude)
+
+
+def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: tuple[int, ...],
+                 last_known: tuple[int, ...], why: str, *, unclean: bool = False, epoch: int | None = None,
+                 force_epoch_bump: bool = False, exclude: int | None = None, to: tuple[int, ...] | None = None) -> bool:
+    """The rest of ``build``: the leader's ISR after an ELR or unclean election, the leader-epoch
+    bump (a new leader; an ISR shrink below metadata.version 3.6), the LastKnownELR, then one
+    PartitionChangeRecord and its delivery.  False when nothing changes."""
+    c = p.controller
+    leader_changed = leader != c.leader
+    if leader_changed and leader is not None:
+        if leader in elr and not unclean:
+            isr, elr = (leader,), tuple(r for r in elr if r != leader)  # elected from the ELR
+        elif unclean:
+            isr, elr, last_known = (leader,), (), ()  # ISR = the new leader; the ELR fields are cleared
+            c.log_info = {}
+    if not isr and not p.variant.elr:
+        isr = c.isr  # without ELR the ISR is never emptied: its last member stays
+    if p.variant.unclean_recovery == "last_known_leader" and p.variant.elr:
+        # maybeUpdateLastKnownLeader: the last leader, stored when the ISR first becomes empty;
+        # cleared once the partition has a leader again.
+        if not isr and c.isr and c.leader is not None and c.last_known_elr != (c.leader,):
+            last_known = (c.leader,)
+        elif leader is not None:
+            last_known = ()
+        else:
+            last_known = c.last_known_elr
+    elif len(isr) >= p.config.min_insync_replicas:
+        last_known = ()
+    shrank = not set(isr) >= set(c.isr)
+    bump = force_epoch_bump or leader_changed or (p.variant.controller_isr_change_bumps_epoch and shrank)
+    if not bump and isr == c.isr and elr == c.elr and last_known == c.last_known_elr:
+        return False
+    if bump:
+        new_epoch = c.leader_epoch + 1 if epoch is None else epoch
+        if new_epoch <= c.highest_epoch:
+            p.effect(EpochReused(new_epoch, f"the controller reused leader epoch {new_epoch} (highest so far {c.highest_epoch})"))
+        c.leader_epoch = new_epoch
+        c.highest_epoch = max(c.highest_epoch, new_epoch)
+    c.leader, c.isr, c.elr, c.last_known_elr = leader, isr, elr, last_known
+    c.partition_epoch += 1
+    p.effect(MetadataChanged(c.partition_epoch))
+    if leader is not None:
+        c.log_info = {}
+    if unclean:
+        p.effect(UncleanElection(leader))  # reported as a potential data loss, as KIP-966 says of every unclean recovery
+    p.event("PartitionChange", why=why, leader=leader, epoch=c.leader_epoch, isr=list(isr), elr=list(elr),
+            last_known_elr=list(last_known), clean=not unclean)
+    deliver(p, exclude, to)
+    return True
+
+
+def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | None = None) -> None:
+    """The metadata log reaches the brokers: the live, unfenced ones in ``to`` (default: all,
+    the leader first) process the partition's new state now, the others when they next process
+    their pending LeaderAndIsr.  A broker ignores a state that is not newer than its own."""
+    from .replica_manager import is_isr_update, process_leader_and_isr  # (cycle: replica_manager imports leader)
+    c = p.controller
+    request = c.current_request()
+    assert request is not None
+    if to is None:
+        first = (c.leader,) if c.leader is not None else ()
+        to = first + tuple(r for r in p.assignment if r != c.leader and r != exclude and acceptable(p, r))
+    for r in p.assignment:
+        rep = p.replicas[r]
+        if rep.alive and r not in to:
+            rep.pending_requests.append(request)
+    for r in to:
+        rep = p.replicas[r]
+        if r == exclude or not rep.alive:
+            continue
+        if request.leader_epoch > rep.leader_epoch or is_isr_update(p, rep, request):
+            process_leader_and_isr(p, rep, request)
+            p.effect(RoleChanged(r))
+        else:
+            rep.pending_requests.append(request)
+
+
+# -- elections --------------------------------------------------------------------------------
+
+
+def elect(p: "Partition", step: Elect) -> None:
+    """ControllerElectLeader under KRaft: the candidates are unfenced live brokers of the ISR, or
+    of the ELR when the ISR is empty; then unclean recovery, then (if allowed) any live broker."""
+    c = p.controller
+    unclean_allowed = p.config.unclean_leader_election if step.unclean is None else step.unclean
+    pool = c.isr if c.isr else (c.elr if p.variant.elr else ())
+    clean = [r for r in p.assignment if r in pool and acceptable(p, r)]
+    unclean = False
+    if step.leader is not None:
+        leader = step.leader
+        if not acceptable(p, leader):
+            p.error("LEADER_NOT_AVAILABLE")
+            return
+        if leader not in clean:
+            if not unclean_allowed:
+                p.error("UNCLEAN_ELECTION_DISABLED")
+                return
+            unclean = True
+    elif clean:
+        leader = clean[0]
+    else:
+        choice = recovery_choice(p, c.isr, c.elr)
+        if choice is None and unclean_allowed:
+            choice = next((r for r in p.assignment if acceptable(p, r)), None)
+        if choice is None:
+            p.error("PartitionOffline")
+            p.event("PartitionOffline")
+            return
+        leader, unclean = choice, True
+    if step.isr is not None:
+        isr = step.isr
+    elif unclean or leader not in c.isr:
+        isr = (leader,)
+    else:
+        isr = c.isr
+    elr = tuple(r for r in target_elr(p, c.isr, isr, c.elr) if r != leader) if not unclean else ()
+    last_known = c.last_known_elr if len(isr) < p.config.min_insync_replicas and not unclean else ()
+    to = step.to if step.to is not None else (leader,) + tuple(r for r in p.assignment if r != leader)
+    write_change(p, leader, tuple(sorted(isr)), elr, last_known, "election", unclean=unclean, epoch=step.epoch,
+                 force_epoch_bump=True, to=to)
+
+
+# -- the broker lifecycle ---------------------------------------------------------------------
+
+
+def fence(p: "Partition", step: Fence) -> None:
+    """The controller fences a broker (its session timed out): it leaves the ISR, and a leader
+    it was is replaced (``handleBrokerFenced``)."""
+    if not is_kraft(p):
+        p.error(NO_ANSWER)
+        return
+    r = step.replica
+    if r in p.controller.fenced:
+        p.error("BROKER_ALREADY_FENCED")
+        return
+    fence_broker(p, r, "fenced")
+
+
+def fence_broker(p: "Partition", r: int, why: str) -> None:
+    c = p.controller
+    c.fenced = tuple(sorted(c.fenced + (r,)))
+    c.log_info.pop(r, None)
+    p.event("BrokerFenced", replica=r, why=why)
+    change_partition(p, tuple(x for x in c.isr if x != r), why, exclude=r)
+
+
+def unfence(p: "Partition", step: Unfence) -> None:
+    """The controller unfences a live broker that caught up with the metadata log: the broker
+    processes the partition's state, and a partition without a valid leader elects."""
+    if not is_kraft(p):
+        p.error(NO_ANSWER)
+        return
+    r = step.replica
+    rep = p.replicas[r]
+    if not rep.alive:
+        p.error("BROKER_NOT_AVAILABLE")
+        return
+    if r not in p.controller.fenced:
+        p.error("BROKER_NOT_FENCED")
+        return
+    unfence_broker(p, rep)
+
+
+def unfence_broker(p: "Partition", rep: Replica) -> None:
+    from .replica_manager import process_leader_and_isr  # (cycle: replica_manager imports leader)
+    c = p.controller
+    c.fenced = tuple(x for x in c.fenced if x != rep.id)
+    p.event("BrokerUnfenced", replica=rep.id, broker_epoch=rep.broker_epoch)
+    request = c.current_request()
+    if request is not None and request.leader_epoch > rep.leader_epoch:
+        process_leader_and_isr(p, rep, request)  # it caught up with the metadata log before being unfenced
+        p.effect(RoleChanged(rep.id))
+    change_partition(p, c.isr, "unfenced")
+
+
+def register(p: "Partition", rep: Replica, fenced: bool) -> None:
+    """BrokerRegistration at startup (``ClusterControlManager.registerBroker``): an old, unfenced
+    registration is fenced first; the broker gets a new epoch; without a clean-shutdown file for
+    its previous epoch it leaves every ELR (``handleBrokerUncleanShutdown``); then it is unfenced
+    unless ``fenced``."""
+    c = p.controller
+    r = rep.id
+    if r not in c.fenced:
+        fence_broker(p, r, "re-registration")
+    clean = rep.clean_shutdown_epoch is not None and rep.clean_shutdown_epoch == c.broker_epochs.get(r)
+    rep.clean_shutdown_epoch = None  # the file is removed at startup
+    c.broker_epochs[r] = rep.broker_epoch = c.next_broker_epoch
+    c.next_broker_epoch += 1
+    p.event("BrokerRegistered", replica=r, broker_epoch=rep.broker_epoch, clean_shutdown=clean)
+    if not clean and p.variant.elr and r in c.elr:
+        change_partition(p, c.isr, "unclean shutdown", unclean_shutdown=(r,))
+    if not fenced:
+        unfence_broker(p, rep)
+
+
+def controlled_shutdown(p: "Partition", rep: Replica) -> None:
+    """A KRaft controlled shutdown (KIP-841): leadership moves away and the broker leaves the
+    ISR before it stops; it is fenced once it has stopped."""
+    if rep.id not in p.controller.fenced:
+        fence_broker(p, rep.id, "controlled shutdown")
+
+
+# -- AlterPartition -----------------------------------------------------------------------------
+
+
+def alter_partition(p: "Partition", step: AlterPartition) -> None:
+    """The controller answers the AlterPartition in flight from leader ``step.replica``."""
+    rep = p.replicas[step.replica]
+    ls = rep.leadership
+    if not rep.alive or ls is None or ls.in_flight is None:
+        p.error("NO_ALTER_PARTITION_IN_FLIGHT")
+        return
+    request, ls.in_flight = ls.in_flight, None
+    answer_alter_partition(p, rep, request)
+
+
+def rejection(p: "Partition", request: AlterPartitionRequest) -> tuple[str, str] | None:
+    """``validateAlterPartitionData``: (error, reason) when the controller refuses, else None."""
+    c = p.controller
+    if request.leader_epoch < c.leader_epoch:
+        return "FENCED_LEADER_EPOCH", f"leader epoch {request.leader_epoch} < {c.leader_epoch}"
+    if request.leader != c.leader:
+        return "INVALID_REQUEST", f"the leader is {c.leader}, not {request.leader}"
+    if request.partition_epoch < c.partition_epoch:
+        return "INVALID_UPDATE_VERSION", f"partition epoch {request.partition_epoch} < {c.partition_epoch}"
+    if not is_kraft(p):
+        return None
+    added = dict(request.added_broker_epochs)
+    for r in request.isr:
+        if p.variant.isr_excludes_ineligible and r in c.fenced:
+            return "INELIGIBLE_REPLICA", f"replica {r} is fenced"
+        sent = added.get(r, -1)
+        if p.variant.isr_expand_checks_broker_epoch and sent != -1 and sent != c.broker_epochs.get(r):
+            return "INELIGIBLE_REPLICA", f"replica {r}: broker epoch mismatch: requested={sent} VS expected={c.broker_epochs.get(r)}"
+    return None
+
+
+def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartitionRequest) -> bool:
+    """Accept (write the ISR, the leader takes it) or reject (an error and its reason; the leader
+    keeps its ISR).  Returns True if accepted."""
+    from .leader import maybe_increment_high_watermark  # (cycle: leader sends AlterPartition)
+    ls = leader.leadership
+    refused = rejection(p, request)
+    if refused is not None:
+        error, reason = refused
+        p.error(error)
+        p.event("AlterPartitionRejected", leader=leader.id, isr=list(request.isr), error=error, reason=reason)
+        if ls is not None:
+            maybe_increment_high_watermark(p, leader)  # the maximal ISR shrank back to the ISR
+        return False
+    c = p.controller
+    if not is_kraft(p):  # the ZooKeeper-era write, answered explicitly
+        c.isr = request.isr
+        c.partition_epoch += 1
+        if ls is not None and leader.presumes_leadership and leader.leader_epoch == request.leader_epoch:
+            ls.isr, ls.partition_epoch = request.isr, c.partition_epoch
+        changed = True
+    else:  # the leader learns the new state first (the AlterPartition response), then the others
+        elr = target_elr(p, c.isr, request.isr, c.elr)
+        last_known = c.last_known_elr if len(request.isr) < p.config.min_insync_replicas else ()
+        changed = write_change(p, c.leader, request.isr, elr, last_known, "alter_partition " + request.why)
+    p.effect(IsrWritten(leader.id))
+    p.event("IsrChange", by="leader", why=request.why, isr=list(request.isr), epoch=c.leader_epoch)
+    if changed and ls is not None and leader.leadership is not None:
+        maybe_increment_high_watermark(p, leader)
+    return True
+
+
+# -- unclean recovery -----------------------------------------------------------------------------
+
+
+def log_info(p: "Partition", step: LogInfo) -> None:
+    """GetReplicaLogInfo: the replica answers with its last epoch and LEO; the controller elects
+    once its strategy has the answers it waits for."""
+    if not is_kraft(p) or p.variant.unclean_recovery not in ("balanced", "proactive"):
+        p.error(NO_ANSWER)
+        return
+    rep = p.replicas[step.replica]
+    if not rep.alive or not acceptable(p, rep.id):
+        p.error("BROKER_NOT_AVAILABLE")
+        return
+    c = p.controller
+    if c.leader is not None and acceptable(p, c.leader):
+        p.error("NOT_IN_RECOVERY")
+        return
+    last_epoch = rep.cache.latest_epoch()
+    c.log_info[rep.id] = (last_epoch, rep.leo)
+    p.event("ReplicaLogInfo", replica=rep.id, last_epoch=last_epoch, leo=rep.leo)
+    change_partition(p, c.isr, "unclean recovery")
+
+
+def leader_request(p: "Partition") -> LeaderAndIsrRequest | None:
+    return p.controller.current_request()
