@@ -26,11 +26,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from emulator import VARIANT_NAMES
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 FILES = sorted(HERE.glob("*.yaml"))
 REPLEMU = Path(sys.executable).with_name("replemu")
-VARIANTS = ("hw", "kip101", "kip279", "kip320")
+VARIANTS = VARIANT_NAMES
 
 KEY_LINE = re.compile(r"#\s*(?P<key>Kafka test|path|method|tag|also):\s*(?P<value>.*\S)\s*$")
 TEST_PATH = re.compile(r"^[\w.-]+(/[\w.-]+)*/src/test/[\w./-]+\.(scala|java)$")
