@@ -414,7 +414,9 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
             epochs = sorted({q.leader_epoch for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch})
             for e in epochs:
                 codes.append(step_code(StepKind.LEADER_AND_ISR, r, "" if e == epochs[-1] else f"e{e}"))
-    if space.has(StepKind.CONTROLLER_REMOVE) and (next_epoch <= b.epochs or not p.variant.controller_isr_change_bumps_epoch):
+    # KRaft's controller removes a broker from the ISR only when it fences it (K) or the broker
+    # shuts down (D): the ZooKeeper-era removal of a live broker is not searched there.
+    if space.has(StepKind.CONTROLLER_REMOVE) and not kraft and (next_epoch <= b.epochs or not p.variant.controller_isr_change_bumps_epoch):
         codes += [step_code(StepKind.CONTROLLER_REMOVE, r) for r in order if r in c.isr]
     if space.has(StepKind.SHRINK_ISR) and c.leader is not None and reps[c.leader].presumes_leadership:
         ls = reps[c.leader].leadership

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import recovery
 from .effects import EpochReused, IsrWritten, MetadataChanged, RoleChanged, UncleanElection
+from .leader import maybe_increment_high_watermark
 from .replica import AlterPartitionRequest, LeaderAndIsrRequest, Replica
-from .steps import AlterPartition, Elect, Fence, LogInfo, Unfence
+from .replica_manager import is_isr_update, process_leader_and_isr
+from .steps import AlterPartition, Elect, Fence, LogInfo, Restart, Shutdown, Unfence
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition
@@ -158,7 +161,7 @@ def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: 
     p.effect(MetadataChanged(c.partition_epoch))
     if leader is not None:
         c.log_info = {}
-    if unclean:
+    if unclean and leader is not None:
         p.effect(UncleanElection(leader))  # reported as a potential data loss, as KIP-966 says of every unclean recovery
     p.event("PartitionChange", why=why, leader=leader, epoch=c.leader_epoch, isr=list(isr), elr=list(elr),
             last_known_elr=list(last_known), clean=not unclean)
@@ -170,7 +173,6 @@ def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | No
     """The metadata log reaches the brokers: the live, unfenced ones in ``to`` (default: all,
     the leader first) process the partition's new state now, the others when they next process
     their pending LeaderAndIsr.  A broker ignores a state that is not newer than its own."""
-    from .replica_manager import is_isr_update, process_leader_and_isr  # (cycle: replica_manager imports leader)
     c = p.controller
     request = c.current_request()
     assert request is not None
@@ -279,7 +281,6 @@ def unfence(p: "Partition", step: Unfence) -> None:
 
 
 def unfence_broker(p: "Partition", rep: Replica) -> None:
-    from .replica_manager import process_leader_and_isr  # (cycle: replica_manager imports leader)
     c = p.controller
     c.fenced = tuple(x for x in c.fenced if x != rep.id)
     p.event("BrokerUnfenced", replica=rep.id, broker_epoch=rep.broker_epoch)
@@ -310,11 +311,32 @@ def register(p: "Partition", rep: Replica, fenced: bool) -> None:
         unfence_broker(p, rep)
 
 
-def controlled_shutdown(p: "Partition", rep: Replica) -> None:
-    """A KRaft controlled shutdown (KIP-841): leadership moves away and the broker leaves the
-    ISR before it stops; it is fenced once it has stopped."""
-    if rep.id not in p.controller.fenced:
+def restart(p: "Partition", step: Restart) -> None:
+    """The broker starts (log recovery, ``recovery.restart``); under KRaft it then registers."""
+    was_alive = p.replicas[step.replica].alive
+    recovery.restart(p, step)
+    if is_kraft(p) and not was_alive:
+        register(p, p.replicas[step.replica], step.fenced)
+
+
+def shutdown(p: "Partition", step: Shutdown) -> None:
+    """A clean shutdown; under KRaft a controlled shutdown first (KIP-841): leadership moves away
+    and the broker leaves the ISR before it stops (it is fenced once it has stopped)."""
+    rep = p.replicas[step.replica]
+    if is_kraft(p) and rep.alive and rep.id not in p.controller.fenced:
         fence_broker(p, rep.id, "controlled shutdown")
+    recovery.shutdown(p, step)
+
+
+def answer_in_flight(p: "Partition") -> None:
+    """``alter_partition: every_step``: the controller answers every AlterPartition sent in this
+    step, in replica order."""
+    for r in p.assignment:
+        rep = p.replicas[r]
+        ls = rep.leadership
+        if ls is not None and ls.in_flight is not None:
+            request, ls.in_flight = ls.in_flight, None
+            answer_alter_partition(p, rep, request)
 
 
 # -- AlterPartition -----------------------------------------------------------------------------
@@ -355,7 +377,6 @@ def rejection(p: "Partition", request: AlterPartitionRequest) -> tuple[str, str]
 def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartitionRequest) -> bool:
     """Accept (write the ISR, the leader takes it) or reject (an error and its reason; the leader
     keeps its ISR).  Returns True if accepted."""
-    from .leader import maybe_increment_high_watermark  # (cycle: leader sends AlterPartition)
     ls = leader.leadership
     refused = rejection(p, request)
     if refused is not None:

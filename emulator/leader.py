@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import kraft
 from .effects import Acked, CacheChanged, IsrWritten, LeaderHw, LeadershipEnded
 from .log import append
 from .replica import NEVER, UNKNOWN_OFFSET, AlterPartitionRequest, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
@@ -111,8 +110,9 @@ def maybe_increment_high_watermark(p: "Partition", leader: Replica) -> bool:
     if p.variant.strict_min_isr_hw and len(ls.isr) < p.config.min_insync_replicas:
         return False
     new_hw = leader.log.end
+    fenced = p.controller.fenced if p.variant.hw_ignores_ineligible else ()
     for f, remote in ls.remote_leo.items():
-        if remote < new_hw and (f in isr or caught_up(p, ls, f)):
+        if remote < new_hw and (f in isr or (caught_up(p, ls, f) and f not in fenced)):
             new_hw = remote
     if new_hw <= leader.hw:
         return False
@@ -165,9 +165,10 @@ def uses_alter_partition(p: "Partition") -> bool:
 
 
 def send_alter_partition(p: "Partition", leader: Replica, isr: tuple[int, ...], why: str, added: tuple[int, ...]) -> bool:
-    """Partition.prepareIsrExpand / prepareIsrShrink: propose ``isr``; with every_step the
-    controller answers at once, with explicit it stays in flight (the HW counts the maximal ISR)
-    until an alter_partition step.  False: not sent (one is in flight) or rejected."""
+    """Partition.prepareIsrExpand / prepareIsrShrink: propose ``isr``.  It stays in flight (the HW
+    counts the maximal ISR) until the controller answers it: at the end of this step with
+    every_step (``kraft.answer_in_flight``), at an alter_partition step with explicit.  False: not
+    sent (one is in flight)."""
     ls = leader.leadership
     assert ls is not None
     if ls.in_flight is not None:
@@ -175,11 +176,9 @@ def send_alter_partition(p: "Partition", leader: Replica, isr: tuple[int, ...], 
     checked = p.variant.isr_expand_checks_broker_epoch
     epochs = tuple((f, ls.remote_broker_epoch.get(f, -1) if checked else -1) for f in added)
     request = AlterPartitionRequest(leader.id, leader.leader_epoch, ls.partition_epoch, isr, epochs, why)
-    if p.config.alter_partition == "explicit":
-        ls.in_flight = request
-        p.event("AlterPartitionSent", leader=leader.id, isr=list(isr), why=why)
-        return True
-    return kraft.answer_alter_partition(p, leader, request)
+    ls.in_flight = request
+    p.event("AlterPartitionSent", leader=leader.id, isr=list(isr), why=why)
+    return True
 
 
 def leader_write_isr(p: "Partition", leader: Replica, isr: tuple[int, ...], why: str, added: tuple[int, ...] = ()) -> bool:
@@ -221,6 +220,18 @@ def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_o
     ls.last_fetch_ms[f] = p.now_ms
 
 
+def isr_eligible(p: "Partition", ls: LeaderState, f: int) -> bool:
+    """Partition.isReplicaIsrEligible (3.5, KIP-841 / KIP-903): the leader's metadata says the
+    follower's broker is not fenced and its registration is the one the fetch carried.  (The
+    emulator's brokers read the controller's state as their metadata cache.)"""
+    c = p.controller
+    if p.variant.isr_excludes_ineligible and f in c.fenced:
+        return False
+    if p.variant.isr_expand_checks_broker_epoch and ls.remote_broker_epoch.get(f, -1) != c.broker_epochs.get(f, -1):
+        return False
+    return True
+
+
 def maybe_expand_isr(p: "Partition", leader: Replica, f: int) -> bool:
     """Add ``f`` once its LEO reaches the HW (and, with KAFKA-7128, the epoch start)."""
     ls = leader.leadership
@@ -229,6 +240,8 @@ def maybe_expand_isr(p: "Partition", leader: Replica, f: int) -> bool:
     if f in ls.isr or remote < leader.hw or ls.in_flight is not None:
         return False
     if p.variant.isr_join_requires_epoch_start and remote < ls.epoch_start_offset:
+        return False
+    if not isr_eligible(p, ls, f):
         return False
     return leader_write_isr(p, leader, tuple(sorted(ls.isr + (f,))), "expand", added=(f,))
 

@@ -44,8 +44,8 @@ HANDLERS: dict[StepKind, Callable[["Partition", Any], None]] = {  # each takes i
     StepKind.CHECKPOINT_HW: recovery.checkpoint_hw,
     StepKind.FLUSH: recovery.flush,
     StepKind.CRASH: recovery.crash,
-    StepKind.RESTART: recovery.restart,
-    StepKind.SHUTDOWN: recovery.shutdown,
+    StepKind.RESTART: kraft.restart,
+    StepKind.SHUTDOWN: kraft.shutdown,
     StepKind.FENCE: kraft.fence,
     StepKind.UNFENCE: kraft.unfence,
     StepKind.ALTER_PARTITION: kraft.alter_partition,
@@ -102,6 +102,8 @@ class Partition:
         first_error = len(self.errors)
         self._events, self._effects = [], []
         HANDLERS[step.kind](self, step)
+        if self.config.alter_partition == "every_step" and self.variant.metadata == "kraft":
+            kraft.answer_in_flight(self)
         recovery.end_of_step(self)
         return StepOutcome(self.step_number, self.errors[first_error:], self._events, self._effects, step.kind)
 

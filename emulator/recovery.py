@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import kraft
 from .effects import CacheChanged, PowerLoss
 from .leader import stop_leading
 from .log import cut
@@ -62,7 +61,7 @@ def lose_memory(p: "Partition", rep: Replica) -> None:
     rep.role, rep.believed_leader, rep.leader_epoch, rep.partition_epoch = Role.NONE, None, -1, -1
     rep.fetch_state, rep.pending_requests, rep.last_response_hw = None, [], None
     p.controller.log_info.pop(rep.id, None)  # a GetReplicaLogInfo answer no longer holds
-    if p.controller.leader == rep.id and not kraft.is_kraft(p):
+    if p.controller.leader == rep.id and p.variant.metadata != "kraft":
         p.controller.leader = None  # no epoch bump, ISR unchanged (KRaft: the controller learns it by fencing)
 
 
@@ -98,20 +97,16 @@ def restart(p: "Partition", step: Restart) -> None:
     current = p.controller.current_request()
     rep.pending_requests = [current] if current is not None else []
     p.event("Restart", replica=rep.id, hw=rep.hw, leo=rep.leo)
-    if kraft.is_kraft(p):
-        kraft.register(p, rep, step.fenced)
 
 
 def shutdown(p: "Partition", step: Shutdown) -> None:
-    """A clean (controlled) shutdown: KRaft moves leadership and the ISR away first; the broker
+    """A clean shutdown (KRaft's controlled shutdown runs first: ``kraft.shutdown``): the broker
     flushes its log, checkpoints its HW, writes its broker epoch to the clean-shutdown file and
     stops (a later power failure loses nothing: everything is flushed)."""
     rep = p.replicas[step.replica]
     if not rep.alive:
         p.error("REPLICA_NOT_AVAILABLE")
         return
-    if kraft.is_kraft(p):
-        kraft.controlled_shutdown(p, rep)
     rep.recovery_point = rep.log.end
     rep.hw_checkpoint = rep.hw
     rep.clean_shutdown_epoch = rep.broker_epoch

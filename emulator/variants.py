@@ -105,6 +105,9 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          "(the ISR may become empty); a clean election takes the ISR, then the ELR when the ISR is empty; a broker "
          "registering without a clean-shutdown epoch leaves every ELR",
          "KIP-966, 3.7+ PartitionChangeBuilder.maybePopulateTargetElr / ReplicationControlManager.handleBrokerUncleanShutdown"),
+    Knob("hw_ignores_ineligible", (False, True),
+         "a caught-up follower outside the ISR holds the HW back only while it is eligible for the ISR (not fenced)",
+         "KAFKA-15021, 3.6.0 Partition.maybeIncrementLeaderHW (isReplicaIsrEligible)"),
     Knob("unclean_recovery", ("manual", "last_known_leader", "balanced", "proactive"),
          "when no clean election is possible: manual waits for an operator's unclean election; last_known_leader "
          "elects the last leader once ISR and ELR are empty (Kafka's code); balanced asks every LastKnownELR member "
@@ -136,6 +139,7 @@ class ProtocolVariant:
     isr_excludes_ineligible: bool = False
     isr_expand_checks_broker_epoch: bool = False
     elr: bool = False
+    hw_ignores_ineligible: bool = False
     unclean_recovery: str = "manual"
 
     def __post_init__(self) -> None:
@@ -210,6 +214,7 @@ KIP966 = replace(
     name="kip966",
     elr=True,
     strict_min_isr_hw=True,
+    hw_ignores_ineligible=True,  # KAFKA-15021 (3.6)
     controller_isr_change_bumps_epoch=False,
     unclean_recovery="balanced",
 )

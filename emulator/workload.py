@@ -30,7 +30,10 @@ from .steps import parse_step
 from .variants import VARIANTS
 
 RATE_KEYS = ("produce", "fetch", "lost_response", "crash", "power", "restart", "fast_election",
-             "late_leader_and_isr", "shrink_isr", "checkpoint_hw", "flush")
+             "late_leader_and_isr", "shrink_isr", "checkpoint_hw", "flush", "shutdown", "fence")
+# shutdown: the share of stops that are clean shutdowns; fence: the share of deaths the controller
+# notices by fencing the broker (KRaft; a ZooKeeper variant refuses the step) rather than by
+# controller_remove.  A rate of 0 draws nothing, so profiles without them generate as before.
 
 
 @dataclass(frozen=True)
@@ -212,9 +215,14 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
         roll = f.random()
         if roll < r["crash"] and len(alive) > 1:
             victim = f.choice(alive)
-            mode = "power" if f.random() < r["power"] else "process"
-            emit({"crash": {"replica": victim, "mode": mode}}, burst)
-            emit({"controller_remove": {"replica": victim}}, burst)  # the controller notices the broker died
+            if r["shutdown"] and f.random() < r["shutdown"]:
+                emit({"shutdown": {"replica": victim}}, burst)
+            else:
+                mode = "power" if f.random() < r["power"] else "process"
+                emit({"crash": {"replica": victim, "mode": mode}}, burst)
+            # the controller notices the broker is gone
+            notice = "fence" if r["fence"] and f.random() < r["fence"] else "controller_remove"
+            emit({notice: {"replica": victim}}, burst)
             if shadow.controller.leader is None:
                 emit({"elect": {}}, burst)
         elif dead and roll < r["crash"] + r["crash"] * r["restart"] * 2:

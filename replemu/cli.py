@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",))
     camp.add_argument("--partitions", type=_partitions, required=True, metavar="N")
     camp.add_argument("--seed", type=_seed, required=True, metavar="S")
-    camp.add_argument("--profile", required=True, help="a profile of conf/workloads.yaml: clean, hard, unclean")
+    camp.add_argument("--profile", required=True, help="a profile of conf/workloads.yaml: clean, hard, unclean, kraft")
     camp.add_argument("--engine", choices=("spark", "local"), default="spark", help="spark (default) or the core alone")
     camp.add_argument("--out", default="out/campaigns", metavar="DIR", help="where example scenario files go")
     camp.add_argument("--json", action="store_true")

@@ -184,7 +184,8 @@ def result_object(protocol: str, req: Request, outcome: Outcome, seconds: float,
     }
 
 
-COLOURS = {"hw": "#d62728", "kip101": "#ff7f0e", "kip279": "#1f77b4", "kip320": "#2ca02c"}
+COLOURS = {"hw": "#d62728", "kip101": "#ff7f0e", "kip279": "#1f77b4", "kip320": "#2ca02c", "kip903": "#9467bd",
+           "kip966": "#17becf"}
 
 
 def picture(results: list[dict[str, Any]]) -> str:

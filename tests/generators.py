@@ -32,8 +32,8 @@ from emulator import VARIANTS, Config, ProtocolVariant, Replay, Scenario, parse_
 from emulator.replica import Role
 from emulator.variants import knob_overrides
 from emulator.steps import (
-    CheckpointHw, ControllerRemove, Crash, Elect, Fetch, Flush, LeaderAndIsr, Produce, Restart, ShrinkIsr, Step, Tick,
-    parse_step,
+    AlterPartition, CheckpointHw, ControllerRemove, Crash, Elect, Fence, Fetch, Flush, LeaderAndIsr, LogInfo, Produce,
+    Restart, Shutdown, ShrinkIsr, Step, Tick, Unfence, parse_step,
 )
 
 GUARDS = frozenset({"HighWatermarkSanity", "LeaderInIsr", "UniqueLeaderPerEpoch", "OffsetMonotonicity"})
@@ -68,6 +68,7 @@ def run_variant(scenario: Scenario, protocol: str | ProtocolVariant, trace: bool
 PHASES = (
     ("rounds",) * 6 + ("leader_failover",) * 3 + ("crash_restart",) * 3 + ("election",) * 3
     + ("partial_round",) * 2 + ("leadership_bounce",) * 2 + ("shrink_isr", "lag", "durability", "long_run")
+    + ("kraft_lifecycle",) * 2
 )
 ELECTIONS = ("controller_choice", "preferred", "fast", "unclean")
 FOLLOWER_FETCHES = ("twice", "once", "lost", "none", "one_record")
@@ -402,6 +403,42 @@ class _Program:
             self.restart(victim)
         self.rounds(1)
 
+    def kraft_lifecycle(self) -> None:
+        """KRaft's broker lifecycle (a ZooKeeper variant refuses its KRaft-only steps): a clean
+        shutdown or a crash, the controller fencing the broker, a restart that registers (fenced
+        until an unfence, or not), GetReplicaLogInfo answers while the partition has no leader."""
+        alive = self.alive()
+        if not alive:
+            return
+        leader = self.leader()
+        victim = self.pick(([leader] if leader is not None else []) + [r for r in alive if r != leader])
+        if self.draw(st.booleans()):
+            self.apply(Shutdown(replica=victim))
+        else:
+            self.apply(Crash(replica=victim, mode=self.crash_mode()))
+        if self.draw(st.booleans()):
+            self.apply(Fence(replica=victim))
+        if self.p.controller.leader is None:
+            for r in self.alive():
+                if self.draw(st.booleans()):
+                    self.apply(LogInfo(replica=r))
+        self.rounds(self.draw(st.integers(0, 2)))
+        if not self.rep(victim).alive:
+            fenced = self.draw(st.booleans())
+            self.apply(Restart(replica=victim, fenced=fenced))
+            if fenced:
+                self.apply(Unfence(replica=victim))
+            if self.rep(victim).pending_requests:
+                self.apply(LeaderAndIsr(replica=victim))
+        self.rounds(1)
+
+    def answer_alter_partitions(self) -> None:
+        """``alter_partition: explicit``: the controller answers the requests in flight, or not yet."""
+        for r in self.alive():
+            ls = self.rep(r).leadership
+            if ls is not None and ls.in_flight is not None and self.draw(st.booleans()):
+                self.apply(AlterPartition(replica=r))
+
     def wild_step(self) -> None:
         """One step with explicit arguments (leader, epoch, ISR, delivery list), valid or not."""
         (kind, args), = self.draw(any_step(list(self.p.assignment))).items()
@@ -416,6 +453,8 @@ class _Program:
                 self.wild_step()
                 continue
             getattr(self, self.draw(st.sampled_from(self.phases)))()
+            if self.p.config.alter_partition == "explicit":
+                self.answer_alter_partitions()
 
 
 @st.composite
@@ -439,6 +478,7 @@ def deep_scenario(draw, protocol: str | ProtocolVariant = "kip320", clean: bool 
         hw_checkpoint=draw(st.sampled_from(["every_step", "explicit"])),
         log_flush=draw(st.sampled_from(["every_step", "explicit"])),
         replica_lag_time_max_ms=lag,
+        alter_partition=draw(st.sampled_from(["every_step", "explicit"])),
     )
     program = _Program(draw, replicas, config, variant_of(protocol), clean, wild, hear_all,
                        PHASES if only is None else tuple(p for p in PHASES if p in only))
@@ -475,6 +515,12 @@ def any_step(replicas):
         st.builds(lambda x, m: {"crash": {"replica": x, "mode": m}}, r, st.sampled_from(["process", "power"])),
         st.builds(lambda x: {"restart": {"replica": x}}, r),
         st.builds(lambda ms: {"tick": {"ms": ms}}, st.integers(0, 30000)),
+        st.builds(lambda x: {"shutdown": {"replica": x}}, r),
+        st.builds(lambda x: {"fence": {"replica": x}}, r),
+        st.builds(lambda x: {"unfence": {"replica": x}}, r),
+        st.builds(lambda x: {"restart": {"replica": x, "fenced": True}}, r),
+        st.builds(lambda x: {"alter_partition": {"replica": x}}, r),
+        st.builds(lambda x: {"log_info": {"replica": x}}, r),
     )
 
 

@@ -42,6 +42,7 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from emulator import VARIANT_NAMES
 
 import yaml
 
@@ -54,7 +55,7 @@ INT64_MAX = 2**63 - 1
 VALID, INVALID, EITHER = "valid", "invalid", "either"
 CLASSES = (VALID, INVALID, EITHER)
 
-VARIANTS = ("hw", "kip101", "kip279", "kip320")
+VARIANTS = ("hw", "kip101", "kip279", "kip320")  # the variants hostile expect blocks name (a fixed corpus)
 INVARIANTS_SAMPLE = ("NoCommittedDataLoss", "StrongIsr", "EventualConvergence", "EpochMonotonicity")
 TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "config", "steps", "expect", "initial_state")
 REQUIRED_TOP = ("name", "replicas", "steps")
@@ -1750,8 +1751,9 @@ def judge_scenario_run(case: Case, status: int | None, stdout: str, stderr: str,
             runs = json.loads(stdout)
         except ValueError:
             return Outcome(OTHER, "stdout is not JSON")
-        if not (isinstance(runs, list) and len(runs) == 4 and all(isinstance(r, dict) and r.get("format") == 1 for r in runs)):
-            return Outcome(OTHER, "stdout is not four result objects")
+        if not (isinstance(runs, list) and len(runs) == len(VARIANT_NAMES)
+                and all(isinstance(r, dict) and r.get("format") == 1 for r in runs)):
+            return Outcome(OTHER, f"stdout is not {len(VARIANT_NAMES)} result objects (one per variant)")
         return Outcome(HANG, "replayed, but slow") if slow else Outcome(CLEAN)
     return Outcome(TRACEBACK, f"exit status {status}")
 

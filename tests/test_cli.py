@@ -30,7 +30,8 @@ def test_several_runs_print_a_json_array_in_file_then_variant_order():
     out = replemu("run", S1, SEED1, "--protocol", "all", "--json")
     runs = json.loads(out.stdout)
     assert [(r["scenario"], r["protocol"]) for r in runs] == [
-        (s, p) for s in ("s1-kip101-scenario-1", "seed-1-two-round-hw") for p in ("hw", "kip101", "kip279", "kip320")
+        (s, p) for s in ("s1-kip101-scenario-1", "seed-1-two-round-hw")
+        for p in ("hw", "kip101", "kip279", "kip320", "kip903", "kip966")
     ]
 
 

@@ -56,9 +56,9 @@ def test_bundled_and_kafka_scenarios(path: Path):
         judged_alike(scenario, protocol)
 
 
-@pytest.mark.parametrize("profile", ["clean", "hard", "unclean"])
+@pytest.mark.parametrize("profile", ["clean", "hard", "unclean", "kraft"])
 def test_generated_corpus(profile: str):
-    """600 generated partitions per profile (1,800 in all), every step verified under every variant."""
+    """600 generated partitions per profile (2,400 in all), every step verified under every variant."""
     spec = load_profiles()[profile]
     for k in range(PER_PROFILE):
         scenario = generate_scenario(CORPUS_SEED, k, spec)

@@ -23,7 +23,7 @@ from streaming.state_codec import (
     STATE_FIELDS, StateSchemaError, decode_state_row, empty_state, from_tuple, pack_replay, to_tuple, unpack_replay,
 )
 
-from conftest import BUNDLED
+from conftest import BUNDLED, ROOT
 from generators import deep_scenario, kip320_with_reelection_reset
 
 DEEP = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -83,6 +83,13 @@ HALTING = parse_scenario({"name": "halting", "replicas": [1, 2], "config": {"log
 ]})
 
 
+KRAFT_LIFECYCLE = parse_scenario({"name": "kraft-lifecycle", "replicas": [1, 2, 3], "steps": [
+    {"elect": {}}, {"produce": {"value": "a"}}, {"fetch": {"replica": 2}}, {"shutdown": {"replica": 2}},
+    {"fetch": {"replica": 3}}, {"restart": {"replica": 2, "fenced": True}}, {"unfence": {"replica": 2}},
+    {"fetch": {"replica": 2}}, {"fetch": {"replica": 2}},
+]})
+
+
 def test_every_field_of_the_document_survives_and_is_exercised():
     """Over deep scenarios in every variant, packed after every step: the document comes back
     equal, and every field of it held a non-trivial value at some point (so the round trip of
@@ -121,6 +128,12 @@ def test_every_field_of_the_document_survives_and_is_exercised():
         for variant in VARIANTS.values():
             run(load_scenario(path), variant)
     run(HALTING, VARIANTS["hw"])
+    # KRaft's state: the ELR and LastKnownELR, fenced brokers, GetReplicaLogInfo answers, the
+    # clean-shutdown file, an AlterPartition in flight (the KRaft examples and one lifecycle).
+    for path in sorted((ROOT / "docs" / "examples").glob("*.yaml")):
+        for variant in (VARIANTS["kip903"], VARIANTS["kip966"]):
+            run(load_scenario(path), variant)
+    run(KRAFT_LIFECYCLE, VARIANTS["kip966"])
     # A scenario that sets knobs in its config (they are part of the partition's config state).
     run(dataclasses.replace(HALTING, config=dataclasses.replace(HALTING.config, knobs=(("fencing", True),))), VARIANTS["hw"])
     never = sorted(paths - seen)
