@@ -104,7 +104,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          "Eligible Leader Replicas: removals that take the ISR below min.insync.replicas move members into the ELR "
          "(the ISR may become empty); a clean election takes the ISR, then the ELR when the ISR is empty; a broker "
          "registering without a clean-shutdown epoch leaves every ELR",
-         "KIP-966, 3.7+ PartitionChangeBuilder.maybePopulateTargetElr / ReplicationControlManager.handleBrokerUncleanShutdown"),
+         "KIP-966, 3.7+ PartitionChangeBuilder.maybePopulateTargetElr; 3.8+ ReplicationControlManager.handleBrokerUncleanShutdown"),
     Knob("hw_ignores_ineligible", (False, True),
          "a caught-up follower outside the ISR holds the HW back only while it is eligible for the ISR (not fenced)",
          "KAFKA-15021, 3.6.0 Partition.maybeIncrementLeaderHW (isReplicaIsrEligible)"),
