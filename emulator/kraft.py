@@ -112,9 +112,11 @@ def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_
         leader = next((r for r in p.assignment if valid(r)), None)
         if leader is None:
             leader = recovery_choice(p, isr, elr)
+            if leader == ineligible:
+                leader = None
             unclean = leader is not None
         if leader is None and p.config.unclean_leader_election:
-            leader = next((r for r in p.assignment if acceptable(p, r)), None)
+            leader = next((r for r in p.assignment if r != ineligible and acceptable(p, r)), None)
             unclean = leader is not None
     return write_change(p, leader, isr, elr, last_known, why, unclean=unclean, exclude=exclude)
 
@@ -127,12 +129,11 @@ def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: 
     PartitionChangeRecord and its delivery.  False when nothing changes."""
     c = p.controller
     leader_changed = leader != c.leader
-    if leader_changed and leader is not None:
-        if leader in elr and not unclean:
-            isr, elr = (leader,), tuple(r for r in elr if r != leader)  # elected from the ELR
-        elif unclean:
-            isr, elr, last_known = (leader,), (), ()  # ISR = the new leader; the ELR fields are cleared
-            c.log_info = {}
+    if unclean and leader is not None:
+        isr, elr, last_known = (leader,), (), ()  # ISR = the new leader; the ELR fields are cleared
+        c.log_info = {}
+    elif leader_changed and leader is not None and leader in elr:
+        isr, elr = (leader,), tuple(r for r in elr if r != leader)  # elected from the ELR
     if not isr and not p.variant.elr:
         isr = c.isr  # without ELR the ISR is never emptied: its last member stays
     if p.variant.unclean_recovery == "last_known_leader" and p.variant.elr:
@@ -175,7 +176,8 @@ def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | No
     their pending LeaderAndIsr.  A broker ignores a state that is not newer than its own."""
     c = p.controller
     request = c.current_request()
-    assert request is not None
+    if request is None:
+        return  # no leader epoch written yet (before the first election): nothing to publish
     if to is None:
         first = (c.leader,) if c.leader is not None else ()
         to = first + tuple(r for r in p.assignment if r != c.leader and r != exclude and acceptable(p, r))
@@ -259,6 +261,7 @@ def fence_broker(p: "Partition", r: int, why: str) -> None:
     c = p.controller
     c.fenced = tuple(sorted(c.fenced + (r,)))
     c.log_info.pop(r, None)
+    p.effect(MetadataChanged(c.partition_epoch))  # a BrokerRegistrationChangeRecord: fenced
     p.event("BrokerFenced", replica=r, why=why)
     change_partition(p, tuple(x for x in c.isr if x != r), why, exclude=r)
 
@@ -283,6 +286,7 @@ def unfence(p: "Partition", step: Unfence) -> None:
 def unfence_broker(p: "Partition", rep: Replica) -> None:
     c = p.controller
     c.fenced = tuple(x for x in c.fenced if x != rep.id)
+    p.effect(MetadataChanged(c.partition_epoch))
     p.event("BrokerUnfenced", replica=rep.id, broker_epoch=rep.broker_epoch)
     request = c.current_request()
     if request is not None and request.leader_epoch > rep.leader_epoch:

@@ -155,7 +155,7 @@ class ProtocolVariant:
         values = {}
         for name, text in overrides.items():
             if name not in KNOBS:
-                raise KnobError(f"unknown knob {short_repr(name)} (known: {', '.join(KNOBS)})")
+                raise KnobError(f"unknown knob {short_repr(name)} (the {len(KNOBS)} knobs: docs/protocol.md §4, replemu run --help)")
             values[name] = KNOBS[name].parse(text)
         return replace(self, **values) if values else self
 
@@ -246,7 +246,7 @@ def parse_knob_assignments(texts: list[str]) -> dict[str, Any]:
             raise KnobError(f"--knob wants NAME=VALUE, got {short_repr(text)}")
         name = name.strip()
         if name not in KNOBS:
-            raise KnobError(f"unknown knob {short_repr(name)} (known: {', '.join(KNOBS)})")
+            raise KnobError(f"unknown knob {short_repr(name)} (the {len(KNOBS)} knobs: docs/protocol.md §4, replemu run --help)")
         out[name] = KNOBS[name].parse(value.strip())
     return out
 

@@ -61,7 +61,7 @@ TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "config", "
 REQUIRED_TOP = ("name", "replicas", "steps")
 EXPECT_KEYS = ("violations", "losses", "replicas", "controller", "at_step")
 REPLICA_FIELDS = ("alive", "halted", "role", "leader_epoch", "leo", "hw", "log", "epoch_cache", "remote_leo")
-CONTROLLER_FIELDS = ("leader", "epoch", "isr")
+CONTROLLER_FIELDS = ("leader", "epoch", "isr", "elr", "last_known_elr", "fenced")
 LOSS_FIELDS = ("offset", "value", "acked", "allowed", "step")
 
 # docs/steps.md: every argument of every step kind; a trailing "!" marks a required argument.
@@ -75,15 +75,20 @@ STEP_ARGS: dict[str, dict[str, str]] = {
     "checkpoint_hw": {"replica": "replica"},
     "flush": {"replica": "replica!", "offset": "offset"},
     "crash": {"replica": "replica!", "mode": "choice:process,power"},
-    "restart": {"replica": "replica!"},
+    "restart": {"replica": "replica!", "fenced": "bool"},
     "tick": {"ms": "millis!"},
+    "shutdown": {"replica": "replica!"},
+    "fence": {"replica": "replica!"},
+    "unfence": {"replica": "replica!"},
+    "alter_partition": {"replica": "replica!"},
+    "log_info": {"replica": "replica!"},
 }
 STEP_KINDS = tuple(STEP_ARGS)
 # docs/scenario-format.md §1: config keys and their types.
 CONFIG_TYPES = {
     "min_insync_replicas": "min_isr", "unclean_leader_election": "bool", "acks": "acks",
     "hw_checkpoint": "choice:every_step,explicit", "log_flush": "choice:every_step,explicit",
-    "replica_lag_time_max_ms": "millis", "knobs": "knobs",
+    "replica_lag_time_max_ms": "millis", "alter_partition": "choice:every_step,explicit", "knobs": "knobs",
 }
 # Integer types and their ranges (Kafka: epochs and counts int32, offsets and times int64).
 INT_RANGES = {"epoch": (0, INT32_MAX), "count": (0, INT32_MAX), "offset": (0, INT64_MAX), "millis": (0, INT64_MAX),
