@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from . import recovery
 from .effects import EpochReused, IsrWritten, MetadataChanged, RoleChanged, UncleanElection
 from .leader import maybe_increment_high_watermark
-from .replica import AlterPartitionRequest, LeaderAndIsrRequest, Replica
+from .replica import AlterPartitionRequest, Replica
 from .replica_manager import is_isr_update, process_leader_and_isr
 from .steps import AlterPartition, Elect, Fence, LogInfo, Restart, Shutdown, Unfence
 
@@ -131,7 +131,6 @@ def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: 
     leader_changed = leader != c.leader
     if unclean and leader is not None:
         isr, elr, last_known = (leader,), (), ()  # ISR = the new leader; the ELR fields are cleared
-        c.log_info = {}
     elif leader_changed and leader is not None and leader in elr:
         isr, elr = (leader,), tuple(r for r in elr if r != leader)  # elected from the ELR
     if not isr and not p.variant.elr:
@@ -429,7 +428,3 @@ def log_info(p: "Partition", step: LogInfo) -> None:
     c.log_info[rep.id] = (last_epoch, rep.leo)
     p.event("ReplicaLogInfo", replica=rep.id, last_epoch=last_epoch, leo=rep.leo)
     change_partition(p, c.isr, "unclean recovery")
-
-
-def leader_request(p: "Partition") -> LeaderAndIsrRequest | None:
-    return p.controller.current_request()
