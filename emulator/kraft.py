@@ -179,7 +179,8 @@ def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | No
         return  # no leader epoch written yet (before the first election): nothing to publish
     if to is None:
         first = (c.leader,) if c.leader is not None else ()
-        to = first + tuple(r for r in p.assignment if r != c.leader and r != exclude and acceptable(p, r))
+        to = first + tuple(r for r in p.assignment if r != c.leader)
+    to = tuple(r for r in to if r != exclude and acceptable(p, r))  # a fenced broker catches up when unfenced
     for r in p.assignment:
         rep = p.replicas[r]
         if rep.alive and r not in to:
@@ -288,10 +289,11 @@ def unfence_broker(p: "Partition", rep: Replica) -> None:
     p.effect(MetadataChanged(c.partition_epoch))
     p.event("BrokerUnfenced", replica=rep.id, broker_epoch=rep.broker_epoch)
     request = c.current_request()
-    if request is not None and request.leader_epoch > rep.leader_epoch:
+    if request is not None and (request.leader_epoch > rep.leader_epoch or is_isr_update(p, rep, request)):
         process_leader_and_isr(p, rep, request)  # it caught up with the metadata log before being unfenced
         p.effect(RoleChanged(rep.id))
-    change_partition(p, c.isr, "unfenced")
+    if c.leader is None:  # handleBrokerUnfenced: only the partitions without a leader elect
+        change_partition(p, c.isr, "unfenced")
 
 
 def register(p: "Partition", rep: Replica, fenced: bool) -> None:

@@ -109,7 +109,8 @@ def shutdown(p: "Partition", step: Shutdown) -> None:
         return
     rep.recovery_point = rep.log.end
     rep.hw_checkpoint = rep.hw
-    rep.clean_shutdown_epoch = rep.broker_epoch
+    if rep.broker_epoch >= 0:  # KRaft: the broker epoch of its registration
+        rep.clean_shutdown_epoch = rep.broker_epoch
     lose_memory(p, rep)
     rep.alive = False
     p.event("Shutdown", replica=rep.id, broker_epoch=rep.broker_epoch)

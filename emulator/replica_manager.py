@@ -78,6 +78,8 @@ def _take_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> Non
     if rep.presumes_leadership and request.leader == rep.id:
         ls = rep.leadership
         assert ls is not None
-        ls.isr, ls.partition_epoch = request.isr, request.partition_epoch
+        # Partition.updateAssignmentAndIsr: the committed state replaces a proposal in flight
+        # (its answer, if any, is then rejected as stale).
+        ls.isr, ls.partition_epoch, ls.in_flight = request.isr, request.partition_epoch, None
         p.event("IsrUpdate", replica=rep.id, isr=list(request.isr), partition_epoch=request.partition_epoch)
         maybe_increment_high_watermark(p, rep)

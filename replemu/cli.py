@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp_.add_argument("--steps", metavar="KIND,...", help="narrow the step alphabet (default: every step kind but tick)")
     exp_.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                       help="partition config (repeatable): min_insync_replicas, unclean_leader_election, acks, "
-                           "hw_checkpoint, log_flush, replica_lag_time_max_ms (docs/scenario-format.md)")
+                           "hw_checkpoint, log_flush, replica_lag_time_max_ms, alter_partition (docs/scenario-format.md)")
     exp_.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
                       help="local: one process; spark: levels as DataFrames, checkpointed per level (resume by rerunning); "
                            f"auto (default): spark for 3+ replicas deeper than {AUTO_SPARK_DEPTH}, else local")

@@ -92,7 +92,8 @@ def describe(req: Request) -> str:
 
 def _config_text(c: Config) -> str:
     return (f"min_insync_replicas={c.min_insync_replicas} unclean_leader_election={str(c.unclean_leader_election).lower()} "
-            f"hw_checkpoint={c.hw_checkpoint} log_flush={c.log_flush}")
+            f"hw_checkpoint={c.hw_checkpoint} log_flush={c.log_flush}"
+            + (f" alter_partition={c.alter_partition}" if c.alter_partition != "every_step" else ""))
 
 
 class Printer:
