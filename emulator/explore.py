@@ -36,6 +36,7 @@ import zlib
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable, NamedTuple
 
+from . import kraft
 from ._build import rebuilt
 from .checker import AckInfo
 from .config import Config
@@ -391,9 +392,9 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
                 codes.append(step_code(StepKind.CRASH, r, "p"))  # differs from a process crash only with unflushed records
     if space.has(StepKind.RESTART):
         codes += [step_code(StepKind.RESTART, r) for r in order if not reps[r].alive]
-    kraft = p.variant.metadata == "kraft"
+    on_kraft = p.variant.metadata == "kraft"
     next_epoch = c.leader_epoch + 1
-    if kraft:
+    if on_kraft:
         _kraft_codes(space, p, counters, codes)
     if space.has(StepKind.ELECT) and next_epoch <= b.epochs:
         candidates = _clean_candidates(p)
@@ -402,7 +403,7 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
             if recovered is not None:
                 candidates = [recovered]
             elif p.config.unclean_leader_election:
-                candidates = [r for r in order if (reps[r].alive or kraft) and r not in c.fenced]
+                candidates = [r for r in order if (reps[r].alive or on_kraft) and r not in c.fenced]
         for r in candidates:
             # to every live replica (leader first), to the leader only, to nobody yet
             codes += [step_code(StepKind.ELECT, r, flag) for flag in ("", "o", "n")]
@@ -416,13 +417,13 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
                 codes.append(step_code(StepKind.LEADER_AND_ISR, r, "" if e == epochs[-1] else f"e{e}"))
     # KRaft's controller removes a broker from the ISR only when it fences it (K) or the broker
     # shuts down (D): the ZooKeeper-era removal of a live broker is not searched there.
-    if space.has(StepKind.CONTROLLER_REMOVE) and not kraft and (next_epoch <= b.epochs or not p.variant.controller_isr_change_bumps_epoch):
+    if space.has(StepKind.CONTROLLER_REMOVE) and not on_kraft and (next_epoch <= b.epochs or not p.variant.controller_isr_change_bumps_epoch):
         codes += [step_code(StepKind.CONTROLLER_REMOVE, r) for r in order if r in c.isr]
     if space.has(StepKind.SHRINK_ISR) and c.leader is not None and reps[c.leader].presumes_leadership:
         ls = reps[c.leader].leadership
         assert ls is not None
         # Under KRaft 3.5 an accepted shrink bumps the leader epoch: it needs the epoch budget.
-        if ls.in_flight is None and (not (kraft and p.variant.controller_isr_change_bumps_epoch) or next_epoch <= b.epochs):
+        if ls.in_flight is None and (not (on_kraft and p.variant.controller_isr_change_bumps_epoch) or next_epoch <= b.epochs):
             codes += [step_code(StepKind.SHRINK_ISR, r) for r in order if r in ls.isr and r != c.leader]
     if space.has(StepKind.CHECKPOINT_HW) and space.explicit_checkpoints:
         codes += [step_code(StepKind.CHECKPOINT_HW, r) for r in order if reps[r].alive and reps[r].hw != reps[r].hw_checkpoint]
@@ -494,18 +495,15 @@ def _controller_choice(p) -> int | None:
 def _clean_candidates(p) -> list[int]:
     """Who a clean election may choose: the live ISR (ZooKeeper); the live unfenced ISR, or ELR
     when the ISR is empty (KRaft)."""
-    c = p.controller
     if p.variant.metadata != "kraft":
-        return [r for r in p.assignment if r in c.isr and p.replicas[r].alive]
-    pool = c.isr if c.isr else (c.elr if p.variant.elr else ())
-    return [r for r in p.assignment if r in pool and r not in c.fenced]  # the controller cannot see a crash, only a fence
+        return [r for r in p.assignment if r in p.controller.isr and p.replicas[r].alive]
+    return kraft.clean_candidates(p)  # the controller cannot see a crash, only a fence
 
 
 def _recovery_choice(p) -> int | None:
     if p.variant.metadata != "kraft":
         return None
-    from .kraft import recovery_choice
-    return recovery_choice(p, p.controller.isr, p.controller.elr)
+    return kraft.recovery_choice(p, p.controller.isr, p.controller.elr)
 
 
 def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:

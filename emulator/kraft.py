@@ -99,7 +99,7 @@ def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_
     old_isr = c.isr
     isr = tuple(sorted(isr))
     elr = target_elr(p, old_isr, isr, c.elr, unclean_shutdown)
-    last_known = c.last_known_elr if len(isr) < p.config.min_insync_replicas else ()
+    last_known = c.last_known_elr  # (write_change clears it at or above min ISR)
     if unclean_shutdown and p.variant.unclean_recovery == "balanced":
         last_known = tuple(sorted(set(last_known) | (set(unclean_shutdown) & set(c.elr))))
 
@@ -199,13 +199,20 @@ def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | No
 # -- elections --------------------------------------------------------------------------------
 
 
+def clean_candidates(p: "Partition") -> list[int]:
+    """Who a clean election may choose, in assignment order: the acceptable (unfenced) members
+    of the ISR, or of the ELR when the ISR is empty (``isValidNewLeader``)."""
+    c = p.controller
+    pool = c.isr if c.isr else (c.elr if p.variant.elr else ())
+    return [r for r in p.assignment if r in pool and acceptable(p, r)]
+
+
 def elect(p: "Partition", step: Elect) -> None:
-    """ControllerElectLeader under KRaft: the candidates are unfenced live brokers of the ISR, or
-    of the ELR when the ISR is empty; then unclean recovery, then (if allowed) any live broker."""
+    """ControllerElectLeader under KRaft: the clean candidates (``clean_candidates``); then
+    unclean recovery, then (if allowed) any acceptable broker."""
     c = p.controller
     unclean_allowed = p.config.unclean_leader_election if step.unclean is None else step.unclean
-    pool = c.isr if c.isr else (c.elr if p.variant.elr else ())
-    clean = [r for r in p.assignment if r in pool and acceptable(p, r)]
+    clean = clean_candidates(p)
     unclean = False
     if step.leader is not None:
         leader = step.leader
@@ -235,9 +242,8 @@ def elect(p: "Partition", step: Elect) -> None:
     else:
         isr = c.isr
     elr = tuple(r for r in target_elr(p, c.isr, isr, c.elr) if r != leader) if not unclean else ()
-    last_known = c.last_known_elr if len(isr) < p.config.min_insync_replicas and not unclean else ()
     to = step.to if step.to is not None else (leader,) + tuple(r for r in p.assignment if r != leader)
-    write_change(p, leader, tuple(sorted(isr)), elr, last_known, "election", unclean=unclean, epoch=step.epoch,
+    write_change(p, leader, tuple(sorted(isr)), elr, c.last_known_elr, "election", unclean=unclean, epoch=step.epoch,
                  force_epoch_bump=True, to=to)
 
 
@@ -400,8 +406,7 @@ def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartit
         changed = True
     else:  # the leader learns the new state first (the AlterPartition response), then the others
         elr = target_elr(p, c.isr, request.isr, c.elr)
-        last_known = c.last_known_elr if len(request.isr) < p.config.min_insync_replicas else ()
-        changed = write_change(p, c.leader, request.isr, elr, last_known, "alter_partition " + request.why)
+        changed = write_change(p, c.leader, request.isr, elr, c.last_known_elr, "alter_partition " + request.why)
     p.effect(IsrWritten(leader.id))
     p.event("IsrChange", by="leader", why=request.why, isr=list(request.isr), epoch=c.leader_epoch)
     if changed and ls is not None and leader.leadership is not None:
