@@ -34,6 +34,7 @@ import hashlib
 import marshal
 import zlib
 from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from . import kraft
@@ -42,6 +43,7 @@ from .checker import AckInfo
 from .config import Config
 from .epoch_cache import LeaderEpochCache
 from .invariants import REGISTRY
+from .levels import LevelStore, VisitedSet
 from .log import Log
 from .replica import AlterPartitionRequest, FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Role
 from .run import Replay
@@ -112,15 +114,59 @@ class Bounds:
         return rebuilt(self)  # pickled as its fields (compiled, the default would set them through __setattr__)
 
 
+REDUCTIONS: tuple[str, ...] = ("sleep", "symmetry")  # the names ``--reduce`` takes (``none``, ``all``: none or both)
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """The reductions a search applies; each keeps every verdict (docs/explore.md "Reductions").
+
+    ``sleep``: sleep sets (Godefroid) over steps that commute (``independent``): a step is not
+    taken from a state when the same successor is reached at the same depth by the two steps in
+    the other order.  Every state is still reached at its depth, by its smallest path: only
+    transitions are saved.  ``symmetry``: states that differ by a renaming of the replicas are
+    one state (ZooKeeper variants: the search's controller may elect any ISR member, so no rule
+    reads the assignment order; under KRaft the controller elects in assignment order and no
+    renaming is sound).  Counts are then of classes of states; violations and their paths are
+    the same.
+    """
+
+    sleep: bool = False
+    symmetry: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> "Reduction":
+        """``none``, ``all`` or a comma list of ``REDUCTIONS`` (ExploreError names a wrong one)."""
+        names = [t.strip() for t in text.split(",") if t.strip()]
+        if names == ["none"]:
+            return cls()
+        if names == ["all"]:
+            return cls(True, True)
+        unknown = [n for n in names if n not in REDUCTIONS]
+        if unknown or not names:
+            raise ExploreError(f"--reduce: unknown reduction {', '.join(unknown) or repr(text)} "
+                               f"(known: none, all, {', '.join(REDUCTIONS)})")
+        return cls(sleep="sleep" in names, symmetry="symmetry" in names)
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n in REDUCTIONS if getattr(self, n)]
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)
+
+
 @dataclass(frozen=True)
 class Space:
-    """What is searched: the partition (replicas, config, variant), the bounds and the alphabet."""
+    """What is searched: the partition (replicas, config, variant), the bounds, the alphabet and
+    the reductions."""
 
     replicas: tuple[int, ...]
     config: Config
     variant: ProtocolVariant
     bounds: Bounds
     alphabet: tuple[StepKind, ...] = DEFAULT_ALPHABET
+    reduce: Reduction = Reduction()
 
     def __post_init__(self) -> None:
         if len(self.replicas) < 1:
@@ -137,6 +183,25 @@ class Space:
 
     def has(self, kind: StepKind) -> bool:
         return kind in self.alphabet
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether states are merged up to a renaming of the replicas (``Reduction.symmetry``,
+        where it is sound: ZooKeeper variants, replicas numbered 1..n)."""
+        return (self.reduce.symmetry and self.variant.metadata != "kraft" and len(self.replicas) > 1
+                and self.replicas == tuple(range(1, len(self.replicas) + 1)))
+
+    @property
+    def reductions(self) -> list[str]:
+        """The reductions this search applies (symmetry only where it is sound)."""
+        return [n for n in self.reduce.names if n != "symmetry" or self.symmetric]
+
+    def key(self, t: tuple) -> bytes:
+        """The visited-set key of a canonical tuple: its digest, or with symmetry the digest of
+        the smallest encoding among its renamings (``symmetric_form``)."""
+        if self.symmetric:
+            return digest(marshal.dumps(symmetric_form(t), MARSHAL_VERSION))
+        return digest(marshal.dumps(t, MARSHAL_VERSION))
 
     @property
     def explicit_checkpoints(self) -> bool:
@@ -344,6 +409,129 @@ def digest(state: bytes) -> bytes:
     return hashlib.blake2b(state, digest_size=16).digest()
 
 
+# -- symmetry: the same state up to a renaming of the replicas --------------------------------------
+
+
+def _signature(r: tuple) -> tuple:
+    """What a replica's canonical tuple says about it without naming any replica (its id, its
+    believed leader, its requests' and leadership's replica sets left out): equal under every
+    renaming, so ordering replicas by it is the same in every state of one class."""
+    ls = r[19]
+    return (r[1:11], r[12:17], len(r[17]), r[18], None if ls is None else (len(ls[0]), ls[1:3], ls[7:9]), r[20:22])
+
+
+def renamed(t: tuple, m: dict[int, int]) -> tuple:
+    """The canonical tuple ``t`` with every replica id ``r`` renamed ``m[r]``: sets of replicas
+    and items keyed by replica re-sorted, the replicas re-ordered by their new ids."""
+    now_ms, compacted_offset, prefix, ctl, replicas, checker, counters = t
+
+    def one(r):
+        return None if r is None else m[r]
+
+    def ids(rs):
+        return tuple(sorted([m[r] for r in rs]))
+
+    def keyed(items):
+        return tuple(sorted([(m[k], v) for k, v in items]))
+
+    leader, epoch, isr, pe, highest, elr, last_elr, fenced, broker_epochs, next_be, log_info = ctl
+    ctl2 = (one(leader), epoch, ids(isr), pe, highest, ids(elr), ids(last_elr), ids(fenced), keyed(broker_epochs), next_be,
+            keyed(log_info))
+    out: list[Any] = [None] * len(replicas)
+    for r in replicas:
+        (rid, log, start, before, hw, hwc, rp, cache, alive, halted, role, believed, lepoch, rpe, fresh, processed, fetch_state,
+         pending, last_hw, ls, be, cse) = r
+        if ls is not None:
+            lisr, lpe, eso, remote_leo, caught_up, fetch_leo, fetch_ms, acks, highest_hw, remote_be, in_flight = ls
+            if in_flight is not None:
+                q_leader, q_epoch, q_pe, q_isr, added, why = in_flight
+                in_flight = (m[q_leader], q_epoch, q_pe, ids(q_isr), keyed(added), why)
+            ls = (ids(lisr), lpe, eso, keyed(remote_leo), keyed(caught_up), keyed(fetch_leo), keyed(fetch_ms), acks, highest_hw,
+                  keyed(remote_be), in_flight)
+        pending2 = tuple([(one(q[0]), q[1], ids(q[2]), q[3]) for q in pending])
+        out[m[rid] - 1] = (m[rid], log, start, before, hw, hwc, rp, cache, alive, halted, role, one(believed), lepoch, rpe,
+                           fresh, processed, fetch_state, pending2, last_hw, ls, be, cse)
+    (committed, cstart, cbefore, twice, acked, unclean, faultless, pair_mismatch, committed_mismatch, covered, suspects,
+     lossy) = checker
+    pairs = tuple(sorted([((min(m[a], m[b]), max(m[a], m[b])), v) for (a, b), v in pair_mismatch]))
+    checker2 = (committed, cstart, cbefore, twice, tuple(sorted([(o, rec, ids(h), lost) for o, rec, h, lost in acked])),
+                unclean, faultless, pairs, keyed(committed_mismatch), keyed(covered), ids(suspects), lossy)
+    return (now_ms, compacted_offset, prefix, ctl2, tuple(out), checker2, counters)
+
+
+def symmetric_form(t: tuple) -> tuple:
+    """The representative of ``t``'s class under renamings of the replicas: replicas ordered by
+    ``_signature`` (ties tried in every order), the smallest encoding wins.  Two states that
+    differ by a renaming get the same form."""
+    import itertools
+
+    replicas = t[4]
+    sigs = sorted([(marshal.dumps(_signature(r), MARSHAL_VERSION), r[0]) for r in replicas])
+    groups: list[list[int]] = []
+    previous = None
+    for sig, rid in sigs:
+        if groups and sig == previous:
+            groups[-1].append(rid)
+        else:
+            groups.append([rid])
+        previous = sig
+    best: tuple | None = None
+    best_bytes = b""
+    for orders in itertools.product(*[itertools.permutations(g) for g in groups]):
+        m = {rid: i + 1 for i, rid in enumerate(itertools.chain.from_iterable(orders))}
+        form = renamed(t, m)
+        encoded = marshal.dumps(form, MARSHAL_VERSION)
+        if best is None or encoded < best_bytes:
+            best, best_bytes = form, encoded
+    assert best is not None
+    return best
+
+
+# -- sleep sets: steps that commute ---------------------------------------------------------------
+
+# Steps that touch only their own replica (ZooKeeper variants): a process crash (its log stays),
+# a restart (reads the controller's current request), an explicit HW checkpoint or flush.
+_LOCAL = frozenset("CRHU")
+# What a step on another replica may be for a local step to commute with it.
+_BESIDE_LOCAL = frozenset("CRHUFPL")
+
+
+def independent(space: Space, replay: Replay, t: str, a: str) -> bool:
+    """Whether steps ``t`` and ``a``, both enabled in this state, commute here: each stays
+    enabled after the other and both orders reach the same state (the sleep sets'
+    independence).  Conservative: only a *local* step (``_LOCAL``, not a power loss) of a
+    replica that nobody follows, leads or is told about, beside a step of another replica that
+    does not read it; never under KRaft (a restart or shutdown is a controller write there).
+    ``tests/test_explore_reduce.py`` checks every pair declared here on every reachable state
+    of the small spaces: the two orders give the same canonical state."""
+    p = replay.partition
+    if p.variant.metadata == "kraft":
+        return False
+    suspects = replay.checker.suspects
+    return _commutes(p, suspects, t, a) or _commutes(p, suspects, a, t)
+
+
+def _commutes(p, suspects: set[int], t: str, a: str) -> bool:
+    """``t`` local on its replica, ``a`` a step of another replica that cannot see it."""
+    kt, ka = t[0], a[0]
+    if kt not in _LOCAL or ka not in _BESIDE_LOCAL or t.endswith("p") or a.endswith("p"):
+        return False
+    r, q = int(t[1]), int(a[1])
+    if r == q or (kt == "C" and ka == "C") or r in suspects:  # two crashes share one budget; a suspect's
+        return False  # clearing reads the leader's HW
+    if kt == "R" and ka not in "CRHUP":  # a fetch can write the ISR, and a restart reads the controller's request
+        return False
+    c, reps = p.controller, p.replicas
+    if c.leader == r or c.leader == q and ka == "C":
+        return False  # a crash of the controller's leader is a controller change (ZooKeeper: no leader)
+    for x in reps.values():
+        if x.presumes_leadership and x.id in (r, q) and (ka == "C" or x.id == r):
+            return False
+        if x.believed_leader == r or any(req.leader == r for req in x.pending_requests):
+            return False
+    return True
+
+
 def pack(state: bytes) -> bytes:
     """A state as a frontier holds it: its canonical bytes compressed (about a third)."""
     return zlib.compress(state, 1)
@@ -548,17 +736,25 @@ class Successor(NamedTuple):
     state: bytes  # canonical bytes, not packed (most successors were seen before: pack only new ones)
     key: bytes
     broken: tuple[str, ...]  # invariants this step broke, in registry order
+    sleep: str = ""  # with sleep sets: the steps not to take from this successor, codes joined by spaces
 
 
 INVARIANT_ORDER = {inv.name: i for i, inv in enumerate(REGISTRY)}
 
 
-def expand(space: Space, packed: bytes, template: Replay | None = None) -> list[Successor]:
+def expand(space: Space, packed: bytes, template: Replay | None = None, sleep: str = "") -> list[Successor]:
     """Every successor of one (packed) state, in code order, with the invariants each step
-    broke.  ``template``: ``space.template``, built once by a caller that expands many states."""
+    broke.  ``template``: ``space.template``, built once by a caller that expands many states.
+    ``sleep``: with sleep sets (``space.reduce.sleep``), the state's sleep set (codes joined by
+    spaces): those steps are not taken, and each successor carries its own."""
     replay, counters = decode(space.template if template is None else template, packed)
+    codes = enabled_codes(space, replay, counters)
+    asleep = frozenset(sleep.split(SEPARATOR)) if sleep else frozenset()
+    reduce_sleep = space.reduce.sleep
     out = []
-    for code in enabled_codes(space, replay, counters):
+    for i, code in enumerate(codes):
+        if code in asleep:
+            continue
         child = clone(replay)
         step, after = step_of(space, child, counters, code)
         report = child.apply(step)
@@ -566,9 +762,17 @@ def expand(space: Space, packed: bytes, template: Replay | None = None) -> list[
         final = child.checker.final_findings(child.partition)
         if final:
             broken.update(f["invariant"] for f in final)
-        encoded = encode(child, after)
-        out.append(Successor(code, encoded, digest(encoded),
-                             tuple(sorted(broken, key=INVARIANT_ORDER.__getitem__)) if broken else ()))
+        t = canonical(child, after)
+        encoded = marshal.dumps(t, MARSHAL_VERSION)
+        key = digest(encoded) if not space.symmetric else space.key(t)
+        child_sleep = ""
+        if reduce_sleep:
+            # Godefroid: the steps tried before this one here, and those this state sleeps on,
+            # that commute with it, need not be tried after it.
+            child_sleep = SEPARATOR.join([x for j, x in enumerate(codes) if (j < i or x in asleep) and x != code
+                                          and independent(space, replay, x, code)])
+        out.append(Successor(code, encoded, key,
+                             tuple(sorted(broken, key=INVARIANT_ORDER.__getitem__)) if broken else (), child_sleep))
     return out
 
 
@@ -621,6 +825,14 @@ class Outcome:
         """The deepest level reached (every state up to it was found)."""
         return len(self.states_per_depth) - 1
 
+    @property
+    def diameter(self) -> int | None:
+        """Of an exhausted space: the deepest level with a new state (every state is reached
+        within this many steps); None when the search did not exhaust it."""
+        if not self.exhausted:
+            return None
+        return max(d for d, n in enumerate(self.states_per_depth) if n)
+
 
 def reached(until: frozenset[str], violations: dict[str, tuple[int, str]]) -> str | None:
     """Why a search with ``until`` stops after this level (None: it goes on)."""
@@ -642,12 +854,33 @@ PARALLEL_FROM = 2048
 _LEVEL: dict[str, Any] = {}
 
 
-def _expand_range(bounds: tuple[int, int]) -> tuple[int, list[tuple[int, str, bytes, bytes | None, tuple[str, ...]]]]:
+def identity(space: Space) -> dict[str, Any]:
+    """What a work directory records of its search: everything but the depth (a deeper search
+    continues a shallower one)."""
+    return {"replicas": list(space.replicas), "protocol": space.variant.name, "knobs": space.variant.knobs(),
+            "config": repr(space.config), "alphabet": [k.value for k in space.alphabet], "encoding": STATE_ENCODING,
+            "reduce": space.reductions, **{k: v for k, v in space.bounds.as_dict().items() if k != "depth"}}
+
+
+class MemoryLevel:
+    """A level's new states kept in memory (a search without a work directory)."""
+
+    def __init__(self) -> None:
+        self.states: list[tuple[str, bytes, str]] = []
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def append(self, path: str, packed: bytes, sleep: str, _key: bytes, _arrival: int) -> None:
+        self.states.append((path, packed, sleep))
+
+
+def _expand_range(bounds: tuple[int, int]) -> tuple[int, list[tuple[int, str, bytes, bytes | None, tuple[str, ...], str]]]:
     """A worker's part of a level: the states ``frontier[lo:hi]`` expanded.  Returns the number
     of transitions and, in order, every successor that is a candidate new state (not visited
     before the level, not earlier in this range: ``packed`` set) or broke an invariant
-    (``(parent, code, key, packed or None, broken)``).  What it leaves out, the calling process
-    would have found visited."""
+    (``(parent, code, key, packed or None, broken, sleep)``).  What it leaves out, the calling
+    process would have found visited."""
     lo, hi = bounds
     space, frontier, visited = _LEVEL["space"], _LEVEL["frontier"], _LEVEL["visited"]
     template = space.template
@@ -655,19 +888,20 @@ def _expand_range(bounds: tuple[int, int]) -> tuple[int, list[tuple[int, str, by
     out = []
     transitions = 0
     for i in range(lo, hi):
-        for s in expand(space, frontier[i][1], template):
+        _path, state, sleep = frontier[i]
+        for s in expand(space, state, template, sleep):
             transitions += 1
             fresh = s.key not in visited and s.key not in seen
             if fresh:
                 seen.add(s.key)
             if fresh or s.broken:
-                out.append((i, s.code, s.key, pack(s.state) if fresh else None, s.broken))
+                out.append((i, s.code, s.key, pack(s.state) if fresh else None, s.broken, s.sleep))
     return transitions, out
 
 
-def _parallel_level(space: Space, frontier: list[tuple[str, bytes]], visited: set[bytes], nxt: list[tuple[str, bytes]],
-                    violations: dict[str, tuple[int, str]], depth: int, workers: int,
-                    on_state: Callable[[int, int, int], None], should_stop: Callable[[int], str | None]) -> tuple[str | None, int]:
+def _parallel_level(space: Space, frontier, visited: VisitedSet, nxt, violations: dict[str, tuple[int, str]], depth: int,
+                    workers: int, on_state: Callable[[int, int, int], None],
+                    should_stop: Callable[[int], str | None], distinct: int) -> tuple[str | None, int]:
     """One level expanded by ``workers`` forked processes, merged here in frontier order (what
     the one-process loop does, transition for transition).  Returns why it stopped (None when
     the level is whole) and the transitions merged."""
@@ -675,25 +909,26 @@ def _parallel_level(space: Space, frontier: list[tuple[str, bytes]], visited: se
 
     chunk = max(64, min(2048, len(frontier) // (workers * 16)))
     ranges = [(lo, min(lo + chunk, len(frontier))) for lo in range(0, len(frontier), chunk)]
-    _LEVEL.update(space=space, frontier=frontier, visited=visited)
+    _LEVEL.update(space=space, frontier=frontier, visited=visited.hot)
     transitions = 0
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_quiet_worker) as pool:
             for (lo, _hi), (n, successors) in zip(ranges, pool.imap(_expand_range, ranges)):
                 on_state(depth, lo, len(frontier))
-                reason = should_stop(len(visited))
+                reason = should_stop(distinct + len(nxt))
                 if reason:
                     pool.terminate()
                     return reason, transitions
                 transitions += n
-                for i, code, key, packed, broken in successors:
+                for i, code, key, packed, broken, sleep in successors:
                     path = frontier[i][0]
                     child_path = path + SEPARATOR + code if path else code
                     if broken:
                         note_violations(violations, depth, child_path, broken)
                     if packed is not None and key not in visited:
+                        arrival = len(visited.runs)
                         visited.add(key)
-                        nxt.append((child_path, packed))
+                        nxt.append(child_path, packed, sleep, key, arrival)
     finally:
         _LEVEL.clear()
     return None, transitions
@@ -709,8 +944,9 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
                  should_stop: Callable[[int], str | None] = lambda _states: None,
                  clock: Callable[[], float] = lambda: 0.0, found: dict[str, tuple[int, str]] | None = None,
                  on_state: Callable[[int, int, int], None] = lambda _d, _done, _n: None,
-                 until: frozenset[str] = frozenset(), workers: int = 1) -> Outcome:
-    """Breadth-first search in this process; the visited set holds 16-byte digests.
+                 until: frozenset[str] = frozenset(), workers: int = 1, work: Path | None = None,
+                 memory: int | None = None, visited_out: list[VisitedSet] | None = None) -> Outcome:
+    """Breadth-first search in this process; the visited set holds 16-byte keys.
 
     ``on_level`` hears each finished depth; ``should_stop(distinct_states)`` may end the search
     between states (a state limit, a time limit, an interrupt) with its reason.  ``clock`` only
@@ -721,49 +957,92 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
     ``workers``: processes that expand a level's states (forked per level, each a contiguous
     range of the frontier); this process merges their successors in frontier order, so the
     counts, violations and paths are those of one process.
+    ``work``: a work directory (``emulator.levels``): every whole level is kept there and the
+    same call resumes after the last one.  ``memory``: keys the visited set may hold in memory
+    (the rest on disk; needs ``work``).  ``visited_out`` receives the visited set (its ``peak``).
     """
-    replay, counters, _steps, broken = root(space)
+    if memory is not None and work is None:
+        raise ExploreError("a memory budget needs a work directory")
+    store = None if work is None else LevelStore(Path(work), identity(space))
+    visited = VisitedSet(None if work is None else Path(work), memory)
+    if visited_out is not None:
+        visited_out.append(visited)
     template = space.template
-    start = encode(replay, counters)
-    visited = {digest(start)}
     violations: dict[str, tuple[int, str]] = {} if found is None else found
-    note_violations(violations, 0, "", broken)
-    frontier: list[tuple[str, bytes]] = [("", pack(start))]
-    per_depth = [1]
-    transitions = 0
-    for depth in range(1, space.bounds.depth + 1):
-        if not frontier:
-            return Outcome(per_depth, transitions, True, True, violations)
-        began = clock()
-        level_transitions = 0
-        nxt: list[tuple[str, bytes]] = []
-        if workers > 1 and len(frontier) >= PARALLEL_FROM:
-            reason, level_transitions = _parallel_level(space, frontier, visited, nxt, violations, depth, workers,
-                                                        on_state, should_stop)
-            if reason:
-                return Outcome(per_depth, transitions + level_transitions, False, False, violations, reason)
+    frontier: Any
+    if store is not None and store.whole_levels:
+        levels = store.progress["levels"]
+        violations.update({k: (v[0], v[1]) for k, v in store.progress["violations"].items()})
+        per_depth = [lv["new_states"] for lv in levels]
+        transitions = sum(lv["transitions"] for lv in levels)
+        store.load_visited(visited)
+        frontier = store.frontier(len(per_depth) - 1)
+        if len(per_depth) > 1:
+            on_level(Level(len(per_depth) - 1, per_depth[-1], levels[-1]["transitions"], 0.0, sum(per_depth), resumed=True))
+    else:
+        replay, counters, _steps, broken = root(space)
+        t = canonical(replay, counters)
+        key = space.key(t)
+        note_violations(violations, 0, "", broken)
+        per_depth, transitions = [1], 0
+        first: Any = MemoryLevel() if store is None else store.begin(0, visited)
+        visited.add(key)
+        first.append("", pack(marshal.dumps(t, MARSHAL_VERSION)), "", key, 0)
+        if store is None:
+            frontier = first.states
         else:
-            for done, (path, state) in enumerate(frontier):
-                if not done & 1023:
-                    on_state(depth, done, len(frontier))
-                reason = should_stop(len(visited))
-                if reason:
-                    return Outcome(per_depth, transitions + level_transitions, False, False, violations, reason)
-                for s in expand(space, state, template):
-                    level_transitions += 1
-                    child_path = path + SEPARATOR + s.code if path else s.code
-                    if s.broken:
-                        note_violations(violations, depth, child_path, s.broken)
-                    if s.key not in visited:
-                        visited.add(s.key)
-                        nxt.append((child_path, pack(s.state)))
-        transitions += level_transitions
-        per_depth.append(len(nxt))
-        frontier = nxt
-        on_level(Level(depth, len(nxt), level_transitions, clock() - began, len(visited)))
-        reason = reached(until, violations)
-        if reason and depth < space.bounds.depth:
-            return Outcome(per_depth, transitions, False, False, violations, reason)
-    # states at the last depth are found and judged but not expanded
-    return Outcome(per_depth, transitions, True, not frontier, violations)
-
+            store.commit(first, visited, {"depth": 0, "transitions": 0, "seconds": 0.0}, violations)
+            frontier = store.frontier(0)
+    try:
+        for depth in range(len(per_depth), space.bounds.depth + 1):
+            if per_depth[-1] == 0:
+                return Outcome(per_depth, transitions, True, True, violations)
+            reason = reached(until, violations)
+            if reason:
+                return Outcome(per_depth, transitions, False, False, violations, reason)
+            began = clock()
+            level_transitions = 0
+            nxt: Any = MemoryLevel() if store is None else store.begin(depth, visited)
+            distinct = sum(per_depth)
+            if workers > 1 and len(frontier) >= PARALLEL_FROM:
+                reason, level_transitions = _parallel_level(space, frontier, visited, nxt, violations, depth, workers,
+                                                            on_state, should_stop, distinct)
+            else:
+                reason = None
+                for done in range(len(frontier)):
+                    if not done & 1023:
+                        on_state(depth, done, len(frontier))
+                    reason = should_stop(distinct + len(nxt))
+                    if reason:
+                        break
+                    path, state, sleep = frontier[done]
+                    for s in expand(space, state, template, sleep):
+                        level_transitions += 1
+                        child_path = path + SEPARATOR + s.code if path else s.code
+                        if s.broken:
+                            note_violations(violations, depth, child_path, s.broken)
+                        if s.key not in visited:
+                            arrival = len(visited.runs)
+                            visited.add(s.key)
+                            nxt.append(child_path, pack(s.state), s.sleep, s.key, arrival)
+            if reason:
+                if store is not None:
+                    nxt.discard()
+                return Outcome(per_depth, transitions, False, False, violations, reason)
+            seconds = clock() - began
+            if store is None:
+                new_states = len(nxt)
+                frontier = nxt.states
+            else:
+                new_states, _dropped = store.commit(nxt, visited, {"depth": depth, "transitions": level_transitions,
+                                                                   "seconds": round(seconds, 3)}, violations)
+                frontier.close()
+                frontier = store.frontier(depth)
+            transitions += level_transitions
+            per_depth.append(new_states)
+            on_level(Level(depth, new_states, level_transitions, seconds, sum(per_depth)))
+        # states at the last depth are found and judged but not expanded
+        return Outcome(per_depth, transitions, True, per_depth[-1] == 0, violations)
+    finally:
+        if store is not None:
+            frontier.close()

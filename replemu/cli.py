@@ -182,12 +182,20 @@ def build_parser() -> argparse.ArgumentParser:
     exp_.add_argument("--workers", type=_int_between(1, 256), metavar="N",
                       help="processes expanding each level of the local engine (default: one per core); "
                            "the same counts and paths with any number")
+    exp_.add_argument("--reduce", default="none", metavar="none|all|sleep,symmetry",
+                      help="reductions that keep every verdict (docs/explore.md): sleep (sleep sets over steps that "
+                           "commute: fewer transitions, the same states and paths), symmetry (states equal up to a renaming "
+                           "of the replicas are one; ZooKeeper variants only); default none (every state, every transition)")
+    exp_.add_argument("--memory", type=_size, metavar="SIZE",
+                      help="memory the local engine's visited set may use, e.g. 512M or 4G (about "
+                           "100 bytes a state); the rest lives in sorted runs on disk under --out (default: all in memory)")
     exp_.add_argument("--max-states", type=_positive, metavar="N", help="stop (incomplete) once this many distinct states are found")
     exp_.add_argument("--max-seconds", type=_positive, metavar="S", help="stop (incomplete) after this long; "
                       "the result's depth is the deepest level completed")
     exp_.add_argument("--until", metavar="INVARIANT,...", help="stop after the first depth where one of these invariants breaks")
     exp_.add_argument("--out", default="out/explore", metavar="DIR",
-                      help="where the scenario files (DIR/PROTOCOL/INVARIANT.yaml) and the Spark levels go (default out/explore)")
+                      help="where the scenario files (DIR/PROTOCOL/INVARIANT.yaml) and the levels of the search go "
+                           "(DIR/PROTOCOL/local or /spark: rerun the same command to resume; default out/explore)")
     exp_.add_argument("--json", action="store_true", help="print the result object (progress goes to stderr)")
     _add_knob(exp_)
 
@@ -220,6 +228,21 @@ _partitions = _int_between(1, 1_000_000)
 _seed = _int_between(-(2**63), 2**63 - 1)
 _millis = _int_between(1, 2**62)
 _steps = _int_between(1, 2**62)
+
+
+def _size(text: str) -> int:
+    """``512M``, ``4G``, ``64K`` or plain bytes -> bytes (argparse turns a ValueError into a usage error)."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = units.get(t[-1:], 1)
+    number = t[:-1] if t[-1:] in units else t
+    try:
+        value = int(float(number) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 512M, 4G)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a size must be positive, got {text!r}")
+    return value
 
 
 def _fail(message: str, status: int = EXIT_INVALID) -> int:
@@ -753,10 +776,11 @@ def cmd_explore(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from emulator.explore import Bounds
+    from emulator.explore import Bounds, Reduction
     from emulator.invariants import INVARIANT_NAMES
+    from emulator.levels import WorkDirError as LocalWorkDirError
 
-    from .explore import Request, choose_engine, default_workers, explore, parse_alphabet
+    from .explore import KEY_BYTES_IN_MEMORY, Request, choose_engine, default_workers, explore, parse_alphabet
 
     try:
         config = _config_assignments(args.config, args.replicas)
@@ -766,6 +790,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         if unknown:
             raise ValueError(f"--until: unknown invariant {unknown[0][:40]!r} (known: {', '.join(INVARIANT_NAMES)})")
         bounds = Bounds(args.depth, args.records, args.epochs, args.crashes, args.power_crashes)
+        reduce = Reduction.parse(args.reduce)
     except ValueError as exc:  # ConfigError, ExploreError, an unknown step kind or invariant
         return _fail(f"replemu: error: {exc}")
     problem = _output_problem(args.out, "--out")
@@ -776,10 +801,15 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return _fail("replemu: error: --master needs --engine spark")
     if args.workers and engine != "local":
         return _fail("replemu: error: --workers is for --engine local (Spark uses its executors)")
+    if args.memory and engine != "local":
+        return _fail("replemu: error: --memory is for --engine local (Spark keeps its visited set on disk)")
+    if reduce.names and engine != "local":
+        return _fail("replemu: error: --reduce is for --engine local (the Spark engine searches without reductions)")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     req = Request(protocols, args.replicas, bounds, config, args.knobs, alphabet, engine, Path(args.out),
                   max_states=args.max_states, master=args.master, until=until, max_seconds=args.max_seconds,
-                  workers=args.workers or default_workers())
+                  workers=args.workers or default_workers(), reduce=reduce,
+                  memory_keys=None if args.memory is None else max(2, args.memory // KEY_BYTES_IN_MEMORY))
     spark = stop = None
     if engine == "spark":
         import signal
@@ -802,7 +832,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     try:
         results = explore(req, out=sys.stderr if args.json else sys.stdout, spark=spark, stop=stop)
-    except WorkDirError as exc:
+    except (WorkDirError, LocalWorkDirError) as exc:
         return _fail(f"replemu: error: {exc}")
     finally:
         if spark is not None:

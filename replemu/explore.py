@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from emulator.config import Config
-from emulator.explore import DEFAULT_ALPHABET, INVARIANT_ORDER, Bounds, Level, Outcome, Space, replay_path, search_local
+from emulator.explore import (
+    DEFAULT_ALPHABET, INVARIANT_ORDER, Bounds, Level, Outcome, Reduction, Space, replay_path, search_local,
+)
 from emulator.run import effective_variant, run_scenario
 from emulator.scenario import Scenario
 from emulator.steps import StepKind
@@ -26,6 +28,9 @@ EXPLORE_FORMAT = 1
 # Where ``--engine auto`` switches to Spark: three replicas past this depth (two replicas
 # saturate within minutes in one process; three grow past 10^5 states a level).
 AUTO_SPARK_DEPTH = 9
+# What one key of the local engine's in-memory visited set costs (a 16-byte bytes object in a
+# set: measured 98 bytes a key at 2*10^6 keys), to turn ``--memory SIZE`` into keys.
+KEY_BYTES_IN_MEMORY = 100
 
 
 def default_workers() -> int:
@@ -74,10 +79,12 @@ class Request:
     until: frozenset[str] = frozenset()
     max_seconds: float | None = None
     workers: int = 1  # processes of the local engine
+    reduce: Reduction = Reduction()
+    memory_keys: int | None = None  # keys the local engine's visited set may hold in memory
 
     def space(self, protocol: str) -> Space:
         return Space(tuple(range(1, self.replicas + 1)), self.config,
-                     effective_variant(protocol, self.config, self.knobs), self.bounds, self.alphabet)
+                     effective_variant(protocol, self.config, self.knobs), self.bounds, self.alphabet, self.reduce)
 
 
 def describe(req: Request) -> str:
@@ -86,7 +93,8 @@ def describe(req: Request) -> str:
     return (f"replemu explore: protocol {','.join(req.protocols)}, replicas {req.replicas}, depth {b.depth}, "
             f"records {b.records}, epochs 0..{b.epochs}, crashes {b.crashes}, power crashes {b.power_crashes}, "
             f"steps {','.join(k.value for k in req.alphabet)}, engine {req.engine}"
-            f"{f' ({req.workers} workers)' if req.engine == 'local' else ''}{knobs}; "
+            f"{f' ({req.workers} workers)' if req.engine == 'local' else ''}{knobs}, reduce {','.join(req.reduce.names) or 'none'}"
+            f"{f', memory {req.memory_keys:,} keys' if req.memory_keys else ''}; "
             f"config {_config_text(req.config)}; out {req.out}")
 
 
@@ -164,7 +172,8 @@ def write_violations(space: Space, protocol: str, req: Request, outcome: Outcome
     return out
 
 
-def result_object(protocol: str, req: Request, outcome: Outcome, seconds: float, violations: list[dict]) -> dict[str, Any]:
+def result_object(protocol: str, req: Request, outcome: Outcome, seconds: float, violations: list[dict],
+                  reductions: list[str] | None = None) -> dict[str, Any]:
     return {
         "format": EXPLORE_FORMAT,
         "protocol": protocol,
@@ -173,6 +182,8 @@ def result_object(protocol: str, req: Request, outcome: Outcome, seconds: float,
         "depth": outcome.depth,
         "complete": outcome.complete,
         "exhausted": outcome.exhausted,
+        "diameter": outcome.diameter,
+        "reduce": list(reductions or []),
         "states_per_depth": outcome.states_per_depth,
         "distinct_states": outcome.distinct_states,
         "transitions": outcome.transitions,
@@ -267,24 +278,27 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> li
                         raise KeyboardInterrupt from None
                     raise
             else:
+                if req.reduce.symmetry and not space.symmetric:
+                    out.write(f"{protocol}: no symmetry reduction (the KRaft controller elects in assignment order)\n")
                 outcome = search_local(space, on_level=on_level, should_stop=should_stop, clock=time.monotonic,
-                                       found=found, on_state=printer.heartbeat, until=req.until, workers=req.workers)
+                                       found=found, on_state=printer.heartbeat, until=req.until, workers=req.workers,
+                                       work=req.out / protocol / "local", memory=req.memory_keys)
         except KeyboardInterrupt:
-            kept = (f"; the levels found so far are kept in {req.out / protocol / 'spark'}: run the same command to resume"
-                    if req.engine == "spark" else "")
+            kept = (f"; the levels found so far are kept in {req.out / protocol / req.engine}: run the same command to resume")
             out.write(f"{protocol}: interrupted{kept}\n")
             raise
         seconds = time.monotonic() - began
         violations = write_violations(space, protocol, req, outcome)
         state = "complete" if outcome.complete else f"stopped ({outcome.stopped})"
-        out.write(f"{protocol}: {state} to depth {outcome.depth}{' (state space exhausted)' if outcome.exhausted else ''}: "
+        out.write(f"{protocol}: {state} to depth {outcome.depth}"
+                  f"{f' (state space exhausted, diameter {outcome.diameter})' if outcome.exhausted else ''}: "
                   f"{outcome.distinct_states:,} distinct states, {outcome.transitions:,} transitions in {seconds:.1f} s\n")
         for v in violations:
             out.write(f"  {v['invariant']} at depth {v['depth']}: replemu run {v['scenario_file']} --protocol {protocol} --check\n")
         if not violations:
             out.write("  no invariant violated\n")
         out.flush()
-        results.append(result_object(protocol, req, outcome, seconds, violations))
+        results.append(result_object(protocol, req, outcome, seconds, violations, space.reductions))
     req.out.mkdir(parents=True, exist_ok=True)
     chart = req.out / "explore.svg"
     chart.write_text(picture(results))
