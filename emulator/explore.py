@@ -24,8 +24,15 @@ shortest, and the same on every engine.
 Verdicts are judged per state, as a run ending there would be: the checker's "already reported"
 sets are not part of a state (so a violation is reported at every state that has it, and the
 first one found is the shortest), and the final tier (``EventualConvergence``) is judged in
-every state.  No symmetry reduction is done: replicas are never interchangeable here, because
-the controller chooses in assignment order.
+every state.
+
+Two reductions keep every verdict (``Reduction``, ``--reduce``): sleep sets over steps that
+commute (``independent``; only transitions are saved: every state is still reached at its depth
+by its smallest path) and, under ZooKeeper, symmetry over renamings of the replicas
+(``symmetric_form``: the visited set holds one key per class; the frontier keeps real states, so
+every path is real).  ``search_local`` keeps its levels in a work directory when given one
+(``emulator.levels``): it resumes after the last whole level, and with a memory budget its
+visited set lives on disk.
 """
 
 from __future__ import annotations
@@ -920,8 +927,10 @@ def _parallel_level(space: Space, frontier, visited: VisitedSet, nxt, violations
                     pool.terminate()
                     return reason, transitions
                 transitions += n
+                parent, path = -1, ""
                 for i, code, key, packed, broken, sleep in successors:
-                    path = frontier[i][0]
+                    if i != parent:  # successors come grouped by parent: read its path once
+                        parent, path = i, frontier[i][0]
                     child_path = path + SEPARATOR + code if path else code
                     if broken:
                         note_violations(violations, depth, child_path, broken)

@@ -26,7 +26,6 @@ from streaming.storage import is_uri, join
 from streaming.triggers import TRIGGER_HELP
 
 from . import report
-from .explore import AUTO_SPARK_DEPTH
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID, EXIT_FAILED = 0, 1, 2, 3
 
@@ -176,8 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="partition config (repeatable): min_insync_replicas, unclean_leader_election, acks, "
                            "hw_checkpoint, log_flush, replica_lag_time_max_ms, alter_partition (docs/scenario-format.md)")
     exp_.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
-                      help="local: one process; spark: levels as DataFrames, checkpointed per level (resume by rerunning); "
-                           f"auto (default): spark for 3+ replicas deeper than {AUTO_SPARK_DEPTH}, else local")
+                      help="local: this machine's cores (--workers), levels checkpointed under --out, the visited set on disk "
+                           "past --memory; spark: levels as DataFrames on a Spark cluster (--master); both resume by rerunning "
+                           "the same command; auto (default): local")
     exp_.add_argument("--master", help="Spark master for --engine spark (default: conf/spark.conf, local[*])")
     exp_.add_argument("--workers", type=_int_between(1, 256), metavar="N",
                       help="processes expanding each level of the local engine (default: one per core); "

@@ -229,3 +229,38 @@ def test_explore_cli_says_exhausted_with_its_diameter(tmp_path):
     assert bad.returncode == 2 and "unknown reduction mirror" in bad.stderr
     spark = replemu("explore", "--protocol", "hw", "--depth", "2", "--reduce", "all", "--engine", "spark", "--out", str(out))
     assert spark.returncode == 2 and "--reduce is for --engine local" in spark.stderr
+
+
+def test_ctrl_c_then_the_same_command_gives_the_same_result(tmp_path):
+    """A user's Ctrl-C (SIGINT) in the middle of a search, then the same command again: the
+    result is the uninterrupted one."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    def command(out):
+        return [sys.executable, "-m", "replemu", "explore", "--protocol", "hw", "--replicas", "2", "--depth", "40",
+                "--records", "2", "--epochs", "1", "--reduce", "sleep", "--out", str(out), "--json"]
+
+    def essentials(result):
+        return (result["states_per_depth"], result["transitions"], result["exhausted"], result["diameter"],
+                [(v["invariant"], v["depth"], v["path"]) for v in result["violations"]])
+
+    whole = subprocess.run(command(tmp_path / "whole"), cwd=ROOT, capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stderr
+    stopped = subprocess.Popen(command(tmp_path / "stopped"), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert stopped.stderr is not None
+    for line in stopped.stderr:  # Ctrl-C once depth 5 is whole: inside level 6 (the space is 15 deep)
+        if line.startswith("hw depth 5:"):
+            break
+    time.sleep(0.5)
+    stopped.send_signal(signal.SIGINT)
+    _out, err = stopped.communicate(timeout=60)
+    assert stopped.returncode != 0 and "run the same command to resume" in err, err[-2000:]
+    resumed = subprocess.run(command(tmp_path / "stopped"), cwd=ROOT, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert essentials(json.loads(resumed.stdout)) == essentials(json.loads(whole.stdout))
