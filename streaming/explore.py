@@ -5,14 +5,17 @@ Per depth ``d`` (the work directory holds ``levels/d=0 .. d-1``, each a Parquet 
 ``key`` (16-byte digest), ``path`` (step codes) and ``state`` (packed canonical bytes)), one
 Spark job:
 
-1. the frontier ``levels/d=<d-1>`` is partitioned by parent path (siblings together) and
-   expanded by a pandas function per partition (``emulator.explore.expand``); each task merges
-   the diamonds among its siblings' children and emits one row per key (its smallest path),
-   plus marker rows: the smallest violating path per invariant, and its transition count;
-2. those rows and the keys of every earlier level (the visited set is the levels themselves,
-   read by column, never collected to the driver) meet in one aggregation by key: the smallest
-   ``(path, state)``, and whether an earlier level has the key; the unseen ones (and the
-   markers, whose keys are not 16 bytes long) are the new level;
+1. the frontier ``levels/d=<d-1>`` is split into ranges of paths (``repartitionByRange``: siblings
+   and cousins together) and expanded by an Arrow function per range (``mapInArrow``,
+   ``emulator.explore.expand``); each task merges the diamonds among its states' children, drops
+   the children whose key is in the latest levels (read by each Python worker once per level, up
+   to ``FILTER_KEYS`` keys) and emits one row per remaining key (its smallest path), plus marker
+   rows: the smallest violating path per invariant, and its transition count;
+2. those rows (and, unless the tasks' filter held every earlier level, the keys of the earlier
+   levels: the visited set is the levels themselves, read by column, never collected to the
+   driver) meet in one aggregation by key: the smallest ``(path, state)``, and whether an
+   earlier level has the key; the unseen ones (and the markers, whose keys are not 16 bytes
+   long) are the new level;
 3. it is written aside and renamed into place (a level exists whole or not at all), and
    ``progress.json`` records the level's counts and the violations first found there.
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -41,6 +45,13 @@ IDENTITY = "identity.json"
 PROGRESS = "progress.json"
 LEVEL_SCHEMA = "key binary, path string, state binary"
 TASK_STATES = 5000  # frontier states per expansion task, at most (bounds a task's memory)
+BATCH_ROWS = 10_000  # rows per Arrow batch an expansion task returns
+# zlib level of the states the engine writes: 0 (stored blocks) costs ~2 us a state against ~11 us
+# at 1; the shuffle (lz4) and the Parquet files (LEVEL_CODEC) compress them instead.  Levels of
+# either level read alike (a zlib stream).
+PACK_LEVEL = 0
+LEVEL_CODEC = "zstd"
+FILTER_KEYS = 4_000_000  # keys of the latest levels each Python worker holds (16 bytes each) to drop visited children
 
 
 class WorkDirError(ValueError):
@@ -52,26 +63,31 @@ VIOLATION = b"!"  # marker rows: key VIOLATION + invariant name, path = the smal
 KEY_BYTES = 16  # a state's key; marker keys have other lengths, so they never meet a state
 
 
-def _expander(space: Space) -> Callable[[Iterator], Iterator]:
-    """The pandas function run per frontier partition (``mapInPandas``).
+def _expander(space: Space, filter_dirs: tuple[str, ...] = ()) -> Callable[[Iterator], Iterator]:
+    """The Arrow function run per frontier partition (``mapInArrow``).
 
     The frontier is partitioned by parent path, so siblings meet in one task and the diamonds
     among their children (``a b`` and ``b a``) are merged here, before the shuffle: per task one
     row per key (its smallest path), one marker row per violated invariant (its smallest path)
-    and one with the task's transition count.
+    and one with the task's transition count.  Children whose key is in one of the levels
+    ``filter_dirs`` (the last levels, read once per Python worker: ``_level_keys``) are counted
+    and judged but not emitted: the aggregation would drop them as visited anyway, and most
+    children that are not new are found there (a state's successors mostly lie one level up,
+    down or beside it).  States are emitted packed at ``PACK_LEVEL``.
     """
 
-    def run(frames: Iterator) -> Iterator:
-        import pandas as pd
+    def run(batches: Iterator) -> Iterator:
+        import numpy as np
+        import pyarrow as pa
         from pyspark import TaskContext
 
         template = space.template
         best: dict[bytes, tuple[str, bytes]] = {}
         broken: dict[str, str] = {}
         transitions = 0
-        for frame in frames:
-            for path, state in zip(frame["path"], frame["state"]):
-                for s in expand(space, bytes(state), template):
+        for batch in batches:
+            for path, state in zip(batch.column("path").to_pylist(), batch.column("state").to_pylist()):
+                for s in expand(space, state, template):
                     transitions += 1
                     child = f"{path} {s.code}" if path else s.code
                     for name in s.broken:
@@ -80,15 +96,63 @@ def _expander(space: Space) -> Callable[[Iterator], Iterator]:
                     old = best.get(s.key)
                     if old is None or child < old[0]:
                         best[s.key] = (child, s.state)
+        keys = list(best)
+        if filter_dirs and keys:
+            visited = _level_keys(filter_dirs)
+            if len(visited):
+                wanted = np.frombuffer(b"".join(keys), dtype=f"S{KEY_BYTES}")
+                at = np.minimum(np.searchsorted(visited, wanted), len(visited) - 1)
+                keys = [k for k, seen in zip(keys, (visited[at] == wanted).tolist()) if not seen]
         ctx = TaskContext.get()
         task = f"{ctx.stageId()}-{ctx.partitionId()}".encode() if ctx is not None else b"0"
-        keys = list(best) + [VIOLATION + n.encode() for n in broken] + [TRANSITIONS + task]
-        paths = [p for p, _ in best.values()] + list(broken.values()) + [str(transitions)]
-        states = [pack(st) for _, st in best.values()] + [b""] * (len(broken) + 1)
-        for i in range(0, len(keys), 20000):
-            yield pd.DataFrame({"key": keys[i:i + 20000], "path": paths[i:i + 20000], "state": states[i:i + 20000]})
+        markers = [VIOLATION + n.encode() for n in broken] + [TRANSITIONS + task]
+        marker_paths = list(broken.values()) + [str(transitions)]
+        for i in range(0, len(keys), BATCH_ROWS):
+            part = keys[i:i + BATCH_ROWS]
+            rows = [best[k] for k in part]
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(part, pa.binary()), pa.array([p for p, _ in rows], pa.string()),
+                 pa.array([zlib.compress(st, PACK_LEVEL) for _, st in rows], pa.binary())], names=["key", "path", "state"])
+        yield pa.RecordBatch.from_arrays([pa.array(markers, pa.binary()), pa.array(marker_paths, pa.string()),
+                                          pa.array([b""] * len(markers), pa.binary())], names=["key", "path", "state"])
 
     return run
+
+
+_LEVEL_KEYS: dict[tuple[str, ...], Any] = {}  # per Python worker: the keys of the last filter levels read
+
+
+def _level_keys(dirs: tuple[str, ...]):
+    """The state keys of the levels ``dirs``, sorted (a numpy array of ``S16``), read once per
+    Python worker process and level (Spark reuses its Python workers across tasks)."""
+    keys = _LEVEL_KEYS.get(dirs)
+    if keys is None:
+        import numpy as np
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        parts = []
+        for d in dirs:
+            col = pq.read_table(d, columns=["key"]).column("key")
+            parts += col.filter(pc.equal(pc.binary_length(col), KEY_BYTES)).to_pylist()
+        keys = np.sort(np.frombuffer(b"".join(parts), dtype=f"S{KEY_BYTES}"))
+        _LEVEL_KEYS.clear()
+        _LEVEL_KEYS[dirs] = keys
+    return keys
+
+
+def _filter_levels(levels_dir: Path, per_depth: list[int]) -> tuple[tuple[str, ...], bool]:
+    """The levels whose keys the expansion tasks drop (the latest ones, at most ``FILTER_KEYS``
+    keys together), and whether they are all the levels (then nothing visited reaches the
+    aggregation, which needs no visited side)."""
+    chosen: list[str] = []
+    total = 0
+    for d in range(len(per_depth) - 1, -1, -1):
+        if total + per_depth[d] > FILTER_KEYS:
+            return tuple(chosen), False
+        total += per_depth[d]
+        chosen.append(str(levels_dir / f"d={d}"))
+    return tuple(chosen), True
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -135,6 +199,7 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
     progress = open_work_dir(work, identity)
     levels_dir = work / "levels"
     slices = slices or max(2, spark.sparkContext.defaultParallelism * 4)
+    merge_slices = max(2, spark.sparkContext.defaultParallelism)  # the aggregation by key and the level's files
     if not progress["levels"]:
         replay, counters, _steps, broken = root(space)
         state = encode(replay, counters)
@@ -160,17 +225,25 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
             return Outcome(per_depth, transitions, False, False, violations, reason)
         began = clock()
         frontier = _states(spark.read.parquet(str(levels_dir / f"d={depth - 1}")))
-        parent = F.regexp_replace("path", r"( |^)[^ ]*$", "")
-        spread = frontier.repartition(max(slices, per_depth[-1] // TASK_STATES + 1), parent)
-        candidates = spread.mapInPandas(_expander(space), LEVEL_SCHEMA).withColumn("seen", F.lit(False))
-        visited = (spark.read.parquet(*[str(levels_dir / f"d={d}") for d in range(depth)]).select("key")
-                   .where(F.length("key") == KEY_BYTES)
-                   .select("key", F.lit("").alias("path"), F.lit(b"").alias("state"), F.lit(True).alias("seen")))
-        # one shuffle: per key the smallest (path, state), and whether an earlier level has it
-        new = (candidates.unionByName(visited).groupBy("key")
-               .agg(F.min(F.struct("path", "state")).alias("s"), F.max("seen").alias("seen"))
-               .where(~F.col("seen") | (F.length("key") != KEY_BYTES))
-               .select("key", F.col("s.path").alias("path"), F.col("s.state").alias("state")))
+        # ranges of the frontier sorted by path: siblings, cousins and most of the states that share
+        # a prefix meet in one task, whose diamonds are merged before the shuffle
+        spread = frontier.repartitionByRange(max(slices, per_depth[-1] // TASK_STATES + 1), "path")
+        filter_dirs, covered = _filter_levels(levels_dir, per_depth)
+        candidates = spread.mapInArrow(_expander(space, filter_dirs), LEVEL_SCHEMA)
+        if covered:  # every earlier level's keys were dropped in the tasks: per key the smallest (path, state)
+            new = (candidates.repartition(merge_slices, "key").groupBy("key")
+                   .agg(F.min(F.struct("path", "state")).alias("s"))
+                   .select("key", F.col("s.path").alias("path"), F.col("s.state").alias("state")))
+        else:
+            visited = (spark.read.parquet(*[str(levels_dir / f"d={d}") for d in range(depth)]).select("key")
+                       .where(F.length("key") == KEY_BYTES)
+                       .select("key", F.lit("").alias("path"), F.lit(b"").alias("state"), F.lit(True).alias("seen")))
+            # one shuffle: per key the smallest (path, state), and whether an earlier level has it
+            new = (candidates.withColumn("seen", F.lit(False)).unionByName(visited).repartition(merge_slices, "key")
+                   .groupBy("key")
+                   .agg(F.min(F.struct("path", "state")).alias("s"), F.max("seen").alias("seen"))
+                   .where(~F.col("seen") | (F.length("key") != KEY_BYTES))
+                   .select("key", F.col("s.path").alias("path"), F.col("s.state").alias("state")))
         _write_level(new, levels_dir, depth)
         written = spark.read.parquet(str(levels_dir / f"d={depth}"))
         new_states = _states(written).count()
@@ -202,6 +275,6 @@ def _write_level(frame, levels_dir: Path, depth: int) -> None:
     target = levels_dir / f"d={depth}"
     aside = levels_dir / f".d={depth}.tmp"
     shutil.rmtree(aside, ignore_errors=True)
-    frame.write.mode("overwrite").parquet(str(aside))
+    frame.write.mode("overwrite").option("compression", LEVEL_CODEC).parquet(str(aside))
     shutil.rmtree(target, ignore_errors=True)
     os.replace(aside, target)
