@@ -63,7 +63,7 @@ VIOLATION = b"!"  # marker rows: key VIOLATION + invariant name, path = the smal
 KEY_BYTES = 16  # a state's key; marker keys have other lengths, so they never meet a state
 
 
-def _expander(space: Space, filter_dirs: tuple[str, ...] = ()) -> Callable[[Iterator], Iterator]:
+def _expander(space: Space, filter_dirs: tuple[str, ...] = (), pack_level: int = PACK_LEVEL) -> Callable[[Iterator], Iterator]:
     """The Arrow function run per frontier partition (``mapInArrow``).
 
     The frontier is partitioned by parent path, so siblings meet in one task and the diamonds
@@ -73,7 +73,7 @@ def _expander(space: Space, filter_dirs: tuple[str, ...] = ()) -> Callable[[Iter
     ``filter_dirs`` (the last levels, read once per Python worker: ``_level_keys``) are counted
     and judged but not emitted: the aggregation would drop them as visited anyway, and most
     children that are not new are found there (a state's successors mostly lie one level up,
-    down or beside it).  States are emitted packed at ``PACK_LEVEL``.
+    down or beside it).  States are emitted packed at zlib level ``pack_level``.
     """
 
     def run(batches: Iterator) -> Iterator:
@@ -112,7 +112,7 @@ def _expander(space: Space, filter_dirs: tuple[str, ...] = ()) -> Callable[[Iter
             rows = [best[k] for k in part]
             yield pa.RecordBatch.from_arrays(
                 [pa.array(part, pa.binary()), pa.array([p for p, _ in rows], pa.string()),
-                 pa.array([zlib.compress(st, PACK_LEVEL) for _, st in rows], pa.binary())], names=["key", "path", "state"])
+                 pa.array([zlib.compress(st, pack_level) for _, st in rows], pa.binary())], names=["key", "path", "state"])
         yield pa.RecordBatch.from_arrays([pa.array(markers, pa.binary()), pa.array(marker_paths, pa.string()),
                                           pa.array([b""] * len(markers), pa.binary())], names=["key", "path", "state"])
 
@@ -229,7 +229,7 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
         # a prefix meet in one task, whose diamonds are merged before the shuffle
         spread = frontier.repartitionByRange(max(slices, per_depth[-1] // TASK_STATES + 1), "path")
         filter_dirs, covered = _filter_levels(levels_dir, per_depth)
-        candidates = spread.mapInArrow(_expander(space, filter_dirs), LEVEL_SCHEMA)
+        candidates = spread.mapInArrow(_expander(space, filter_dirs, PACK_LEVEL), LEVEL_SCHEMA)
         if covered:  # every earlier level's keys were dropped in the tasks: per key the smallest (path, state)
             new = (candidates.repartition(merge_slices, "key").groupBy("key")
                    .agg(F.min(F.struct("path", "state")).alias("s"))
