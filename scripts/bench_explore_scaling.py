@@ -28,7 +28,9 @@ new states.  Targets, printed with their numbers whether reached or not:
            [--runs 1] [--protocol kip320] [--replicas 3] [--depth 6] [--records 2] [--epochs 2] [--crashes 1]
 
 ``--runs N`` repeats every side N times, alternated (local, then each master, then again); the
-table shows the best (shortest) run of each side and all runs' seconds.  ``--master-url URL``
+table shows the best (shortest) run of each side and all runs' seconds.  When other work shares the
+cores, the wall-clock ratio says little; the line "bound on idle cores" gives the ratio the CPU
+seconds allow (cores x the local engine's CPU seconds / the level's CPU seconds).  ``--master-url URL``
 adds a cluster master (``spark://HOST:7077``) with ``--cores`` its task slots, when it is not
 ``local...`` (for the table only).  The local engine can be skipped with ``--local-seconds S``
 (its level time from an earlier run, so the ratio is still printed; agreement is then not checked).
@@ -270,6 +272,11 @@ def main() -> int:
               f"{r['load_before']:>5.2f}-{r['load_after']:<5.2f}  {', '.join('%.1f' % x['seconds'] for x in runs[side])}")
     if "local" not in best:
         print(f"(local engine: {local_s:.1f} s given by --local-seconds, not measured now)")
+    local_cpu = best["local"]["cpu"] if "local" in best else None
+    if local_cpu:
+        print("bound on idle cores (CPU-bound: cores x local CPU s / CPU s of the level; what the ratio would be "
+              "with every core free and no serial part): "
+              + ", ".join(f"{m} {r['cores'] * local_cpu / r['cpu']:.2f}x" for m, r in ((m, best[m]) for m in masters)))
     for m in masters:
         if cores_of(m) == 2 and m.startswith("local["):
             ratio = local_s / best[m]["seconds"]
