@@ -200,8 +200,10 @@ class Space:
 
     @property
     def reductions(self) -> list[str]:
-        """The reductions this search applies (symmetry only where it is sound)."""
-        return [n for n in self.reduce.names if n != "symmetry" or self.symmetric]
+        """The reductions this search applies: symmetry only where it is sound, sleep sets only
+        where a pair of steps can commute (not under KRaft: ``independent``)."""
+        kraft_ = self.variant.metadata == "kraft"
+        return [n for n in self.reduce.names if (n == "symmetry" and self.symmetric) or (n == "sleep" and not kraft_)]
 
     def key(self, t: tuple) -> bytes:
         """The visited-set key of a canonical tuple: its digest, or with symmetry the digest of
@@ -482,6 +484,8 @@ def symmetric_form(t: tuple) -> tuple:
         else:
             groups.append([rid])
         previous = sig
+    if len(groups) == len(replicas) and all(g[0] == i + 1 for i, g in enumerate(groups)):
+        return t  # one order, and it renames nothing (a form that is not the class's smallest merges less, never wrongly)
     best: tuple | None = None
     best_bytes = b""
     for orders in itertools.product(*[itertools.permutations(g) for g in groups]):
@@ -864,9 +868,10 @@ _LEVEL: dict[str, Any] = {}
 def identity(space: Space) -> dict[str, Any]:
     """What a work directory records of its search: everything but the depth (a deeper search
     continues a shallower one)."""
+    reduce = {"reduce": space.reductions} if space.reductions else {}  # as before reductions existed, without any
     return {"replicas": list(space.replicas), "protocol": space.variant.name, "knobs": space.variant.knobs(),
             "config": repr(space.config), "alphabet": [k.value for k in space.alphabet], "encoding": STATE_ENCODING,
-            "reduce": space.reductions, **{k: v for k, v in space.bounds.as_dict().items() if k != "depth"}}
+            **reduce, **{k: v for k, v in space.bounds.as_dict().items() if k != "depth"}}
 
 
 class MemoryLevel:

@@ -49,6 +49,22 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(aside, path)
 
 
+def claim(work: Path, identity: dict[str, Any]) -> None:
+    """Make ``work`` the work directory of the search ``identity`` (``emulator.explore.identity``):
+    created when new; ``WorkDirError`` naming the settings that differ when it holds another
+    search.  Both engines' work directories are claimed this way."""
+    work.mkdir(parents=True, exist_ok=True)
+    ident = work / IDENTITY
+    if ident.exists():
+        recorded = json.loads(ident.read_text())
+        differs = sorted(k for k in set(recorded) | set(identity) if recorded.get(k) != identity.get(k))
+        if differs:
+            raise WorkDirError(f"{work} holds another search (differs in {', '.join(differs)}): "
+                               f"use another --out or remove it")
+    else:
+        write_json(ident, identity)
+
+
 class Frontier:
     """The states of one level as a sequence of ``(path, packed, sleep)`` read from its file."""
 
@@ -174,16 +190,7 @@ class LevelStore:
 
     def __init__(self, work: Path, identity: dict[str, Any]) -> None:
         self.work = work
-        work.mkdir(parents=True, exist_ok=True)
-        ident = work / IDENTITY
-        if ident.exists():
-            recorded = json.loads(ident.read_text())
-            differs = sorted(k for k in set(recorded) | set(identity) if recorded.get(k) != identity.get(k))
-            if differs:
-                raise WorkDirError(f"{work} holds another search (differs in {', '.join(differs)}): "
-                                   f"use another --out or remove it")
-        else:
-            write_json(ident, identity)
+        claim(work, identity)
         progress_file = work / PROGRESS
         self.progress: dict[str, Any] = (json.loads(progress_file.read_text()) if progress_file.exists()
                                          else {"levels": [], "violations": {}})

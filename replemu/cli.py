@@ -778,7 +778,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     from emulator.explore import Bounds, Reduction
     from emulator.invariants import INVARIANT_NAMES
-    from emulator.levels import WorkDirError as LocalWorkDirError
+    from emulator.levels import WorkDirError
 
     from .explore import KEY_BYTES_IN_MEMORY, Request, choose_engine, default_workers, explore, parse_alphabet
 
@@ -828,11 +828,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
             threading.Thread(target=spark.sparkContext.cancelAllJobs, daemon=True).start()
 
         signal.signal(signal.SIGINT, on_sigint)
-    from streaming.explore import WorkDirError
-
     try:
         results = explore(req, out=sys.stderr if args.json else sys.stdout, spark=spark, stop=stop)
-    except (WorkDirError, LocalWorkDirError) as exc:
+    except WorkDirError as exc:  # both engines' work directories
         return _fail(f"replemu: error: {exc}")
     finally:
         if spark is not None:

@@ -275,8 +275,10 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> li
                         raise KeyboardInterrupt from None
                     raise
             else:
-                if req.reduce.symmetry and not space.symmetric:
-                    out.write(f"{protocol}: no symmetry reduction (the KRaft controller elects in assignment order)\n")
+                skipped = sorted(set(req.reduce.names) - set(space.reductions))
+                if skipped:
+                    out.write(f"{protocol}: no {' or '.join(skipped)} reduction under KRaft (the controller elects in "
+                              f"assignment order; restarts and shutdowns write the controller): docs/explore.md\n")
                 outcome = search_local(space, on_level=on_level, should_stop=should_stop, clock=time.monotonic,
                                        found=found, on_state=printer.heartbeat, until=req.until, workers=req.workers,
                                        work=req.out / protocol / "local", memory=req.memory_keys)

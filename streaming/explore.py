@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from emulator.explore import (
-    STATE_ENCODING, Level, Outcome, Space, digest, encode, expand, note_violations, pack, reached, root,
+    Level, Outcome, Space, digest, encode, expand, identity, note_violations, pack, reached, root,
 )
+from emulator.levels import WorkDirError, claim  # noqa: F401  (WorkDirError: what the CLI catches)
 
 from .storage import LocalStore
 
-IDENTITY = "identity.json"
 PROGRESS = "progress.json"
 LEVEL_SCHEMA = "key binary, path string, state binary"
 TASK_STATES = 5000  # frontier states per expansion task, at most (bounds a task's memory)
@@ -54,8 +54,6 @@ LEVEL_CODEC = "zstd"
 FILTER_KEYS = 4_000_000  # keys of the latest levels each Python worker holds (16 bytes each) to drop visited children
 
 
-class WorkDirError(ValueError):
-    """A work directory that belongs to another search (the message says which setting differs)."""
 
 
 TRANSITIONS = b"#"  # marker rows: key TRANSITIONS + task id, path = the task's transition count
@@ -164,16 +162,7 @@ def open_work_dir(work: Path, identity: dict[str, Any]) -> dict[str, Any]:
     """The progress of the search in ``work`` (created when new); ``WorkDirError`` when it holds
     another search.  Levels beyond the recorded progress (a level renamed into place just before
     a stop) are removed: they are recomputed."""
-    work.mkdir(parents=True, exist_ok=True)
-    ident = work / IDENTITY
-    if ident.exists():
-        recorded = json.loads(ident.read_text())
-        differs = sorted(k for k in set(recorded) | set(identity) if recorded.get(k) != identity.get(k))
-        if differs:
-            raise WorkDirError(f"{work} holds another search (differs in {', '.join(differs)}): "
-                               f"use another --out or remove it")
-    else:
-        _write_json(ident, identity)
+    claim(work, identity)
     progress_file = work / PROGRESS
     progress = json.loads(progress_file.read_text()) if progress_file.exists() else {"levels": [], "violations": {}}
     levels = work / "levels"
@@ -193,10 +182,7 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
     from pyspark.sql import functions as F
 
     work = Path(work)
-    identity = {"replicas": list(space.replicas), "protocol": space.variant.name, "knobs": space.variant.knobs(),
-                "config": repr(space.config), "alphabet": [k.value for k in space.alphabet], "encoding": STATE_ENCODING,
-                **{k: v for k, v in space.bounds.as_dict().items() if k != "depth"}}  # a deeper search continues
-    progress = open_work_dir(work, identity)
+    progress = open_work_dir(work, identity(space))  # all but the depth: a deeper search continues
     levels_dir = work / "levels"
     slices = slices or max(2, spark.sparkContext.defaultParallelism * 4)
     merge_slices = max(2, spark.sparkContext.defaultParallelism)  # the aggregation by key and the level's files

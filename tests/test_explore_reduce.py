@@ -145,9 +145,10 @@ def test_renaming_the_replicas_commutes_with_every_step(protocol):
             assert symmetric_form(renamed(t, m)) == symmetric_form(t)
 
 
-def test_kraft_has_no_symmetry():
+def test_kraft_has_no_reduction():
     assert not space("kip966", 3, Bounds(3), "all").symmetric
-    assert space("kip966", 3, Bounds(3), "all").reductions == ["sleep"]
+    assert space("kip966", 3, Bounds(3), "all").reductions == []
+    assert space("kip320", 3, Bounds(3), "all").reductions == ["sleep", "symmetry"]
 
 
 def _interrupt_after(n: int):
