@@ -344,8 +344,9 @@ def baseline(args: argparse.Namespace) -> int:
     return 1 if differs else 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_space_arguments(ap: argparse.ArgumentParser) -> None:
+    """The searched space's flags (default: kip320, 3 replicas, depth 6, the default bounds),
+    shared with scripts/bench_explore_scaling.py."""
     ap.add_argument("--protocol", default="kip320")
     ap.add_argument("--replicas", type=int, default=3)
     ap.add_argument("--depth", type=int, default=6)
@@ -353,6 +354,11 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--crashes", type=int, default=1)
     ap.add_argument("--power-crashes", type=int, default=0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_space_arguments(ap)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--baseline", metavar="REF", nargs="?", const=DEFAULT_BASELINE,
                     help="instead: this tree's local engine against commit REF's, through the CLI "

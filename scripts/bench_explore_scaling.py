@@ -51,20 +51,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_explore import add_space_arguments, machine_busy  # noqa: E402  (the space's flags, the load probe)
 
 SPEED_TARGET = 1.5
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def machine_busy(seconds: float = 1.0) -> float:
-    """Share of all cores busy over ``seconds`` (/proc/stat)."""
-    def sample() -> tuple[int, int]:
-        x = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        return sum(x), x[3] + x[4]
-    t0, i0 = sample()
-    time.sleep(seconds)
-    t1, i1 = sample()
-    return 1 - (i1 - i0) / max(1, t1 - t0)
 
 
 def tree_cpu(root: int | None = None) -> float:
@@ -198,13 +190,7 @@ def run_side(args: argparse.Namespace, side: str, work: Path, prepare: bool = Fa
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--protocol", default="kip320")
-    ap.add_argument("--replicas", type=int, default=3)
-    ap.add_argument("--depth", type=int, default=6)
-    ap.add_argument("--records", type=int, default=2)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--crashes", type=int, default=1)
-    ap.add_argument("--power-crashes", type=int, default=0)
+    add_space_arguments(ap)
     ap.add_argument("--masters", default="local[1],local[2],local-cluster[2,1,2048]",
                     help="comma-separated Spark masters (local-cluster[...] holds commas: written as is)")
     ap.add_argument("--runs", type=int, default=1)
