@@ -1005,7 +1005,7 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
         if store is None:
             frontier = first.states
         else:
-            store.commit(first, visited, {"depth": 0, "transitions": 0, "seconds": 0.0}, violations)
+            store.commit(first, visited, {"depth": 0, "transitions": 0}, violations)
             frontier = store.frontier(0)
     try:
         for depth in range(len(per_depth), space.bounds.depth + 1):
@@ -1048,8 +1048,9 @@ def search_local(space: Space, on_level: Callable[[Level], None] = lambda _level
                 new_states = len(nxt)
                 frontier = nxt.states
             else:
-                new_states, _dropped = store.commit(nxt, visited, {"depth": depth, "transitions": level_transitions,
-                                                                   "seconds": round(seconds, 3)}, violations)
+                # no seconds in the work directory: its files are the same bytes on every run
+                new_states, _dropped = store.commit(nxt, visited, {"depth": depth, "transitions": level_transitions},
+                                                    violations)
                 frontier.close()
                 frontier = store.frontier(depth)
             transitions += level_transitions

@@ -4,8 +4,8 @@
 
 * ``identity.json``: the search (replicas, protocol, knobs, config, alphabet, bounds but depth,
   reductions, state encoding); a work directory of another search is refused;
-* ``progress.json``: per whole level its new states, transitions and seconds, and the violations
-  so far; written (aside, then renamed) after the level's files, so it names only whole levels;
+* ``progress.json``: per whole level its new states and transitions, and the violations so far
+  (no timings: a work directory is the same bytes on every run); written (aside, then renamed) after the level's files, so it names only whole levels;
 * ``keys-D.bin``: the 16-byte keys of the states first reached at depth ``D`` (the visited set is
   these files);
 * ``frontier-D.bin`` / ``.idx``: the states of the deepest whole level (path, sleep set, packed
