@@ -4,4 +4,19 @@ tree).  The only package that knows all the others::
 
     replemu  ->  expectations  ->  streaming  ->  emulator
              ->  scenario_io   ------------------>  emulator
+
+The public Python API (docs/api.md) is this package's top level: ``replemu.run``,
+``replemu.explore`` and the rest of ``replemu.api.__all__``; ``__version__`` is its semantic
+version.  Every other module is private by convention.
 """
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+from .api import (  # noqa: F401  (the public API)
+    VARIANTS, Scenario, ScenarioError, campaign, explore, final_logs, load_scenario, run, scenario, trace_frame,
+)
+
+try:
+    __version__ = _version("replemu")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0.1.0"

@@ -1,0 +1,119 @@
+"""replemu's public Python API: the core without the command line (docs/api.md).
+
+Everything here is re-exported by ``replemu`` itself (``import replemu; replemu.run(...)``) and
+follows the package's semantic version (``replemu.__version__``); every other module is private
+by convention.  Each function returns what the matching ``--json`` command prints: the result
+object of ``replemu run``, the search of ``replemu explore``, the campaign of ``replemu campaign``
+(docs/scenario-format.md).
+
+Bad input raises ``ScenarioError`` (a scenario) or ``ValueError`` (arguments), naming the file,
+step or argument, as the CLI's messages do.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, Mapping
+
+from emulator.explore import Bounds, Reduction
+from emulator.run import run_scenario
+from emulator.scenario import Scenario, ScenarioError, parse_scenario
+from emulator.variants import VARIANT_NAMES
+
+__all__ = ["VARIANTS", "Scenario", "ScenarioError", "campaign", "explore", "final_logs", "load_scenario", "run",
+           "scenario", "trace_frame"]
+
+VARIANTS: tuple[str, ...] = tuple(VARIANT_NAMES)  # the protocol variants, oldest first
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """A scenario file (the YAML contract, docs/scenario-format.md), validated."""
+    from scenario_io.yaml_files import load_scenario as load
+
+    return load(path)
+
+
+def scenario(document: Mapping[str, Any], source: str = "<scenario>") -> Scenario:
+    """A scenario built in code from the same document a YAML file holds (``name``,
+    ``replicas``, ``config``, ``steps``, ``expect``), validated; errors name ``source``."""
+    return parse_scenario(dict(document), source=source)
+
+
+def run(scenario: Scenario | str | Path, protocol: str = "kip320", knobs: Mapping[str, Any] | None = None,
+        trace: bool = False) -> dict[str, Any]:
+    """Replay ``scenario`` (a ``Scenario`` or a path) under ``protocol`` with ``knobs``: the
+    result object of ``replemu run --json`` (with ``trace``: one entry per step, as ``--trace``)."""
+    if isinstance(scenario, (str, Path)):
+        scenario = load_scenario(scenario)
+    if protocol not in VARIANTS:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(VARIANTS)})")
+    result = run_scenario(scenario, protocol, trace=trace, knobs=dict(knobs or {}))
+    if not trace:
+        result.pop("trace", None)
+    return result
+
+
+def trace_frame(result: Mapping[str, Any]):
+    """A result's trace as a pandas DataFrame: one row per step and replica, with the step's
+    description, the controller's leader, epoch and ISR, and the replica's role, leader epoch,
+    LEO, HW and whether it is alive (``run(..., trace=True)``)."""
+    import pandas as pd
+
+    if "trace" not in result:
+        raise ValueError("the result has no trace: run it with trace=True")
+    rows = []
+    for entry in result["trace"]:
+        c = entry["controller"]
+        for rid, r in sorted(entry["replicas"].items(), key=lambda kv: int(kv[0])):
+            rows.append({"step": entry["step"], "description": entry["description"], "replica": int(rid),
+                         "alive": r["alive"], "role": r["role"], "leader_epoch": r["leader_epoch"], "leo": r["leo"],
+                         "hw": r["hw"], "controller_leader": c["leader"], "controller_epoch": c["epoch"],
+                         "isr": list(c["isr"])})
+    frame = pd.DataFrame(rows, columns=["step", "description", "replica", "alive", "role", "leader_epoch", "leo", "hw",
+                                        "controller_leader", "controller_epoch", "isr"])
+    return frame.astype({"controller_leader": "Int64"})  # no leader: <NA>, not a float
+
+
+def final_logs(result: Mapping[str, Any]) -> dict[int, list[tuple[int, int, str]]]:
+    """Each replica's log at the end of a run: ``(offset, leader epoch, value)`` per record."""
+    return {int(rid): [tuple(rec) for rec in r["log"]] for rid, r in sorted(result["final"]["replicas"].items(),
+                                                                             key=lambda kv: int(kv[0]))}
+
+
+def explore(protocol: str = "kip320", replicas: int = 2, depth: int = 8, records: int = 2, epochs: int = 2,
+            crashes: int = 1, power_crashes: int = 0, reduce: str = "none", config: Mapping[str, Any] | None = None,
+            knobs: Mapping[str, Any] | None = None, out: str | Path = "out/explore", workers: int = 1,
+            max_seconds: float | None = None, progress=None) -> dict[str, Any]:
+    """``replemu explore`` on the local engine: every interleaving up to ``depth``, breadth-first;
+    returns the object ``--json`` prints (``exhausted``, ``diameter``, ``violations`` with their
+    shortest paths and scenario files under ``out``...).  Resumes a search stopped in ``out``.
+    ``progress``: a text stream for the per-depth lines (default: none)."""
+    from emulator.config import parse_config
+    from replemu.explore import Request, explore as search
+
+    if protocol not in VARIANTS:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(VARIANTS)})")
+    cfg = parse_config(dict(config or {}), replicas)
+    req = Request([protocol], replicas, Bounds(depth, records, epochs, crashes, power_crashes), cfg, dict(knobs or {}),
+                  _alphabet(), "local", Path(out), max_seconds=max_seconds, workers=workers, reduce=Reduction.parse(reduce))
+    return search(req, out=progress if progress is not None else io.StringIO())[0]
+
+
+def campaign(seed: int = 1, profile: str = "hard", partitions: int = 100, protocols: tuple[str, ...] = VARIANTS,
+             out: str | Path = "out/campaign") -> dict[str, Any]:
+    """``replemu campaign`` in this process (no Spark): ``partitions`` generated scenarios from
+    ``seed`` with a workload profile (``conf/workloads.yaml``: clean, hard, unclean, kraft) under
+    each protocol; returns the object ``--json`` prints.  ``ValueError`` names an unknown profile."""
+    from replemu.campaign import run_campaign
+
+    try:
+        return run_campaign(seed, profile, partitions, list(protocols), out, progress=False)
+    except KeyError as exc:  # an unknown profile
+        raise ValueError(exc.args[0]) from None
+
+
+def _alphabet():
+    from emulator.explore import DEFAULT_ALPHABET
+
+    return DEFAULT_ALPHABET

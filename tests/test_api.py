@@ -1,0 +1,45 @@
+"""The public Python API (docs/api.md): every example on the page runs and its assertions hold,
+and the top level is exactly what the page documents."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from conftest import ROOT
+
+import replemu
+
+
+def examples() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), flags=re.S)
+
+
+def test_the_examples_of_docs_api_run(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    blocks = examples()
+    assert len(blocks) >= 5
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"docs/api.md example {i + 1}", "exec"), namespace)
+
+
+def test_the_top_level_is_the_documented_api():
+    from replemu import api
+
+    assert set(api.__all__) <= set(dir(replemu))
+    page = (ROOT / "docs" / "api.md").read_text()
+    for name in api.__all__:
+        assert f"replemu.{name}" in page or name in ("Scenario",), f"replemu.{name} is not documented"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", replemu.__version__)
+
+
+def test_bad_input_names_what_is_wrong():
+    with pytest.raises(replemu.ScenarioError, match="mine: step 1: unknown step type .fly."):
+        replemu.scenario({"name": "x", "replicas": [1, 2], "steps": [{"fly": {}}]}, source="mine")
+    with pytest.raises(ValueError, match="unknown protocol 'kip999'"):
+        replemu.run(replemu.scenario({"name": "x", "replicas": [1], "steps": [{"elect": {}}]}), "kip999")
+    with pytest.raises(ValueError, match="no trace"):
+        replemu.trace_frame(replemu.run(os.path.join(ROOT, "replemu/scenarios/s1-kip101-scenario-1.yaml")))
