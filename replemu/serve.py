@@ -9,6 +9,8 @@ Endpoints (GET and HEAD only; every other method is refused with 405):
 
     /                                      the page
     /assets/app.js, /assets/style.css      the page's script and styles (packaged)
+    /metrics                               Prometheus' text format (replemu.metrics): batches, steps
+                                           applied, violations, quarantined rows, duration, state bytes
     /api/status                            the runs (variants) and their batches, one signature each
     /api/runs/RUN/overview                 partitions by status, the variant × invariant row
     /api/runs/RUN/batches?ids=0,1          per batch: progress, violations, expectation results
@@ -201,6 +203,16 @@ def create_app(output_dir: str | Path, host: str = "127.0.0.1"):
             abort(404)
         response = Response(asset_text(name), mimetype=SERVED_ASSETS[name])
         response.headers["Cache-Control"] = "no-cache"
+        return response
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        """Prometheus' text format (replemu.metrics): what the runs applied, found and cost."""
+        from .metrics import exposition
+
+        body, content_type = exposition(runs.current)
+        response = Response(body, content_type=content_type)
+        response.headers["Cache-Control"] = "no-store"
         return response
 
     @app.get("/api/status")

@@ -9,4 +9,11 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
   { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >/tmp/replemu-apt.log 2>&1 \
     || echo "test: chromium could not be installed (see /tmp/replemu-apt.log); its test will be skipped"
 fi
+# The metrics test starts Debian's Prometheus server and scrapes `replemu serve` with it.
+if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "test: installing Debian's prometheus for the metrics test"
+  { apt-get install -y -q --no-install-recommends prometheus || { apt-get update -q && apt-get install -y -q --no-install-recommends prometheus; }; } \
+    >/tmp/replemu-apt-prometheus.log 2>&1 \
+    || echo "test: prometheus could not be installed (see /tmp/replemu-apt-prometheus.log); its test will be skipped"
+fi
 exec .venv/bin/python -m pytest "$@"

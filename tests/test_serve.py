@@ -409,3 +409,88 @@ def test_a_batch_landing_while_the_page_is_open_appears_without_a_reload(output,
     finally:
         status, _, err = stop_server(proc)
     assert status == 0, err
+
+
+def test_metrics_give_what_the_job_applied_and_found_in_prometheus_text(output, client):
+    """``/metrics`` in the Prometheus text format: the steps the job applied (every partition's
+    step count, as the results read back say), the micro-batches, the partitions that broke each
+    invariant, the quarantined rows, and the last batch's duration and state size."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    response = client.get("/metrics", headers=LOCAL)
+    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(response.get_data(as_text=True)):
+        for s in family.samples:
+            samples.setdefault(s.name, []).append((s.labels, s.value))
+    results = read_results(output)
+    run_values = samples["replemu_steps_applied_total"]
+    assert len(run_values) == 1 and run_values[0][0]["protocol"] == PROTOCOL
+    assert run_values[0][1] == sum(r["steps"] for r in results)  # what the job applied, partition by partition
+    assert samples["replemu_micro_batches_total"][0][1] == BATCHES
+    assert samples["replemu_partitions"][0][1] == PARTITIONS
+    broken: dict[str, int] = {}
+    for r in results:
+        for name in {v["invariant"] for v in r["violations"]} | {f["invariant"] for f in final_findings_of(r)}:
+            broken[name] = broken.get(name, 0) + 1
+    found = {labels["invariant"]: value for labels, value in samples.get("replemu_violations_total", [])}
+    assert found == broken and found  # the fixture's partitions break invariants
+    assert samples["replemu_quarantined_rows_total"][0][1] == 0
+    assert samples["replemu_last_batch_duration_seconds"][0][1] > 0
+    assert samples["replemu_state_bytes"][0][1] > 0
+    assert samples["replemu_last_batch_timestamp_seconds"][0][1] > 1.7e9
+
+
+def final_findings_of(result: dict) -> list[dict]:
+    return result.get("final_findings") or []
+
+
+PROMETHEUS = Path("/usr/bin/prometheus")
+
+
+@pytest.mark.skipif(not PROMETHEUS.exists(), reason="Debian's prometheus is not installed (scripts/test.sh installs it)")
+def test_prometheus_scrapes_serve_and_a_query_answers_with_the_jobs_numbers(output, server, tmp_path):
+    """Debian's Prometheus server, started here on 127.0.0.1, scrapes ``replemu serve``'s
+    ``/metrics``; a PromQL query then answers with the steps the job applied and the
+    partitions that broke StrongIsr."""
+    import urllib.parse
+    import urllib.request
+
+    serve = urlparse(server)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        f"  - job_name: replemu\n    static_configs: [{{targets: ['127.0.0.1:{serve.port}']}}]\n")
+    prom = subprocess.Popen([str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
+                             f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def query(promql: str) -> list:
+        url = f"http://127.0.0.1:{port}/api/v1/query?query={urllib.parse.quote(promql)}"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return json.loads(r.read())["data"]["result"]
+
+    results = read_results(output)
+    applied = sum(r["steps"] for r in results)
+    strong = sum(1 for r in results if "StrongIsr" in {v["invariant"] for v in r["violations"]})
+    try:
+        answer = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not answer:
+            time.sleep(1)
+            try:
+                answer = query("sum(replemu_steps_applied_total)")
+            except OSError:  # not listening yet
+                pass
+        assert answer, "Prometheus never scraped replemu serve"
+        assert float(answer[0]["value"][1]) == applied
+        up = query('up{job="replemu"}')
+        assert up and up[0]["value"][1] == "1"
+        broke = query('replemu_violations_total{invariant="StrongIsr"}')
+        assert [float(x["value"][1]) for x in broke] == ([strong] if strong else [])
+    finally:
+        prom.terminate()
+        prom.communicate(timeout=20)
