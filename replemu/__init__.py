@@ -12,6 +12,11 @@ version.  Every other module is private by convention.
 
 from importlib.metadata import PackageNotFoundError, version as _version
 
+# The submodules ``replemu.explore`` and ``replemu.campaign`` share their names with the API's
+# functions.  Importing a submodule sets it as an attribute of the package the first time it is
+# loaded, so they are loaded here, before the functions are bound: later imports find them in
+# sys.modules and leave ``replemu.explore`` the function.
+from . import campaign as _campaign_module, explore as _explore_module  # noqa: F401
 from .api import (  # noqa: F401  (the public API)
     VARIANTS, Scenario, ScenarioError, campaign, explore, final_logs, load_scenario, run, scenario, trace_frame,
 )

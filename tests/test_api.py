@@ -26,6 +26,18 @@ def test_the_examples_of_docs_api_run(monkeypatch):
         exec(compile(code, f"docs/api.md example {i + 1}", "exec"), namespace)
 
 
+def test_the_api_functions_outlive_imports_of_the_submodules_of_the_same_name():
+    import importlib
+
+    importlib.import_module("replemu.explore")
+    importlib.import_module("replemu.campaign")
+    from replemu.campaign import run_campaign  # noqa: F401
+    from replemu.explore import Request  # noqa: F401
+
+    assert callable(replemu.explore) and callable(replemu.campaign)
+    assert replemu.explore.__module__ == replemu.campaign.__module__ == "replemu.api"
+
+
 def test_the_top_level_is_the_documented_api():
     from replemu import api
 
