@@ -761,7 +761,7 @@ def expand(space: Space, packed: bytes, template: Replay | None = None, sleep: s
     replay, counters = decode(space.template if template is None else template, packed)
     codes = enabled_codes(space, replay, counters)
     asleep = frozenset(sleep.split(SEPARATOR)) if sleep else frozenset()
-    reduce_sleep = space.reduce.sleep
+    reduce_sleep = "sleep" in space.reductions  # not under KRaft, where no pair commutes (``independent``)
     out = []
     for i, code in enumerate(codes):
         if code in asleep:

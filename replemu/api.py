@@ -90,13 +90,14 @@ def explore(protocol: str = "kip320", replicas: int = 2, depth: int = 8, records
     shortest paths and scenario files under ``out``...).  Resumes a search stopped in ``out``.
     ``progress``: a text stream for the per-depth lines (default: none)."""
     from emulator.config import parse_config
+    from emulator.explore import DEFAULT_ALPHABET
     from replemu.explore import Request, explore as search
 
     if protocol not in VARIANTS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(VARIANTS)})")
     cfg = parse_config(dict(config or {}), replicas)
     req = Request([protocol], replicas, Bounds(depth, records, epochs, crashes, power_crashes), cfg, dict(knobs or {}),
-                  _alphabet(), "local", Path(out), max_seconds=max_seconds, workers=workers, reduce=Reduction.parse(reduce))
+                  DEFAULT_ALPHABET, "local", Path(out), max_seconds=max_seconds, workers=workers, reduce=Reduction.parse(reduce))
     return search(req, out=progress if progress is not None else io.StringIO())[0]
 
 
@@ -111,9 +112,3 @@ def campaign(seed: int = 1, profile: str = "hard", partitions: int = 100, protoc
         return run_campaign(seed, profile, partitions, list(protocols), out, progress=False)
     except KeyError as exc:  # an unknown profile
         raise ValueError(exc.args[0]) from None
-
-
-def _alphabet():
-    from emulator.explore import DEFAULT_ALPHABET
-
-    return DEFAULT_ALPHABET

@@ -796,7 +796,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     problem = _output_problem(args.out, "--out")
     if problem:
         return _fail(f"replemu: error: {problem}")
-    engine = choose_engine(args.engine, args.replicas, args.depth)
+    engine = choose_engine(args.engine)
     if args.master and engine != "spark":
         return _fail("replemu: error: --master needs --engine spark")
     if args.workers and engine != "local":

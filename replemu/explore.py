@@ -38,7 +38,7 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def choose_engine(engine: str, replicas: int, depth: int) -> str:
+def choose_engine(engine: str) -> str:
     """``auto`` is the local engine: it checkpoints every level, resumes, uses every core and
     keeps its visited set on disk past ``--memory``; Spark is for more than one machine."""
     return "local" if engine == "auto" else engine
