@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.invariants import INVARIANTS, REGISTRY
-from streaming.job import write_batch_dir
+from streaming.sink import write_batch_dir
 from streaming.results import violated_in_summary
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")

@@ -301,7 +301,7 @@ def _input_problem(path: str | None, drains: bool) -> str | None:
 def cmd_stream(args: argparse.Namespace) -> int:
     from scenario_io.profiles import load_profiles
     from streaming.checkpoint import CheckpointError, claim_run, run_identity
-    from streaming.job import master_problem, remote_problem, remote_unreachable
+    from streaming.session import master_problem, remote_problem, remote_unreachable
     from streaming.triggers import TriggerError, parse_trigger
     from streaming.workload_source import workload_options
 
@@ -375,7 +375,7 @@ def _shuffle_partitions(args: argparse.Namespace, spark=None) -> int:
     --shuffle-partitions is then refused by the identity check), else --shuffle-partitions, else
     the cores of the master."""
     from streaming.checkpoint import CheckpointError, read_identity
-    from streaming.job import master_cores, read_spark_conf
+    from streaming.session import master_cores, read_spark_conf
     from streaming.storage import StoreError, open_store
 
     try:
@@ -421,7 +421,8 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
     """Run the query (one per variant for --protocol all); ``claim`` (checkpoint or output on a
     Hadoop filesystem) locks them once Spark runs."""
     from expectations.suites import ExpectationsObserver
-    from streaming.job import SessionError, build_spark, describe_session, run_stream
+    from streaming.job import run_stream
+    from streaming.session import SessionError, build_spark, describe_session
 
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     try:
@@ -496,11 +497,12 @@ def cmd_state(args: argparse.Namespace) -> int:
     if problem:
         return _fail(f"replemu: error: {problem}")
     if args.master is not None:
-        from streaming.job import master_problem
+        from streaming.session import master_problem
 
         if master_problem(args.master):
             return _fail(f"replemu: error: {master_problem(args.master)}")
-    from streaming.job import build_spark, read_partition_states
+    from streaming.job import read_partition_states
+    from streaming.session import build_spark
 
     spark = build_spark(args.master)
     try:
@@ -815,7 +817,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         import signal
         import threading
 
-        from streaming.job import build_spark
+        from streaming.session import build_spark
 
         spark = build_spark(args.master, app_name="replemu-explore")
         stop = threading.Event()

@@ -315,7 +315,7 @@ class RunReader:
     def progress(self) -> dict[int, dict[str, Any]]:
         """``OUTPUT/progress.jsonl`` (one Spark query progress per line; the last line of a
         batch id wins, e.g. after a replay), read incrementally as it grows."""
-        from streaming.job import state_bytes
+        from streaming.progress import state_bytes
 
         path = self.out / "progress.jsonl"
         with self._lock:

@@ -385,7 +385,7 @@ def spark_vs_local(args: argparse.Namespace) -> int:
                   Bounds(args.depth, args.records, args.epochs, args.crashes, args.power_crashes))
 
     from streaming.explore import search_spark
-    from streaming.job import build_spark
+    from streaming.session import build_spark
 
     started = time.perf_counter()
     spark = build_spark(args.master, app_name="replemu-bench-explore")

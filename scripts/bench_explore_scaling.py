@@ -136,7 +136,7 @@ def side_local(args: argparse.Namespace) -> dict:
 
 def side_spark(args: argparse.Namespace) -> dict:
     from streaming.explore import search_spark
-    from streaming.job import build_spark
+    from streaming.session import build_spark
 
     started = time.perf_counter()
     spark = build_spark(args.side, app_name="replemu-bench-explore-scaling")

@@ -173,8 +173,10 @@ def tws_stream(spark, events_dir: Path, work: Path, protocol: str) -> list[float
     row; RocksDB, which the API requires): the micro-batch seconds."""
     from pyspark.sql.streaming import StatefulProcessor
 
-    from streaming.job import STATE_STORE_CONF, STATE_STORES, ParquetSink, events_from_frames, group_key, output_frame
-    from streaming.schemas import CORRUPT_COLUMN, EVENT_SCHEMA_WITH_CORRUPT, GROUP_OUTPUT_SCHEMA, STATE_SCHEMA
+    from streaming.job import STATE_STORE_CONF, STATE_STORES
+    from streaming.pipeline import events_from_frames, group_key, output_frame, payloads_to_rows
+    from streaming.sink import ParquetSink
+    from streaming.schemas import CORRUPT_COLUMN, EVENT_SCHEMA_WITH_CORRUPT, GROUP_OUTPUT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 
     class PartitionProcessor(StatefulProcessor):
         def init(self, handle) -> None:
@@ -199,7 +201,7 @@ def tws_stream(spark, events_dir: Path, work: Path, protocol: str) -> list[float
     spark.conf.set(STATE_STORE_CONF, STATE_STORES["rocksdb"])
     try:
         out = events.groupBy("topic", "partition").transformWithStateInPandas(
-            PartitionProcessor(), GROUP_OUTPUT_SCHEMA, "Append", "None")
+            PartitionProcessor(), GROUP_OUTPUT_SCHEMA, "Append", "None").mapInArrow(payloads_to_rows, OUTPUT_SCHEMA)
         query = (out.writeStream.foreachBatch(ParquetSink(work / "out-tws")).option("checkpointLocation", str(work / "ckpt-tws"))
                  .trigger(availableNow=True).start())
         query.awaitTermination()
@@ -550,7 +552,7 @@ def main() -> int:
                     help="a Spark SQL setting for every query of the run (repeatable), e.g. "
                          "spark.sql.execution.arrow.maxRecordsPerBatch=100000")
     args = ap.parse_args()
-    from streaming.job import build_spark
+    from streaming.session import build_spark
 
     spark = build_spark()
     for setting in args.conf:

@@ -56,7 +56,7 @@ def main() -> int:
     print(f"explore targets: {sorted(only)}, engine {args.engine}, budget {args.budget} min for fixed and fixed-e3, out {args.out}")
     spark = None
     if args.engine == "spark":
-        from streaming.job import build_spark
+        from streaming.session import build_spark
 
         spark = build_spark(args.master, app_name="replemu-explore-targets")
     results = []

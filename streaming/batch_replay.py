@@ -11,7 +11,8 @@ from typing import Any
 from emulator.scenario import parse_scenario
 
 from .events import scenario_rows, write_event_files
-from .job import build_spark, run_stream
+from .job import run_stream
+from .session import build_spark
 from .results import read_results
 
 

@@ -176,3 +176,43 @@ def arrow_schema(kind: str):
     to_arrow = {"StringType()": pa.string(), "IntegerType()": pa.int32(), "LongType()": pa.int64(), "BooleanType()": pa.bool_()}
     types = {f.name: to_arrow[repr(f.dataType)] for f in OUTPUT_SCHEMA.fields}
     return pa.schema([(c, types[c]) for c in KIND_COLUMNS[kind]])
+
+
+@functools.lru_cache(maxsize=None)
+def output_arrow_schema():
+    """The Arrow schema of ``OUTPUT_SCHEMA`` (the rows ``streaming.pipeline.replicate`` returns)."""
+    import pyarrow as pa
+
+    to_arrow = {"StringType()": pa.string(), "IntegerType()": pa.int32(), "LongType()": pa.int64(), "BooleanType()": pa.bool_()}
+    return pa.schema([(f.name, to_arrow[repr(f.dataType)]) for f in OUTPUT_SCHEMA.fields])
+
+
+def output_rows_table(tables: dict):
+    """Per-kind Arrow tables (``arrow_schema(kind)``) as one table of ``OUTPUT_SCHEMA`` rows: the
+    ``kind`` column, each kind's own columns, nulls in the others; kinds in ``OUTPUT_KINDS`` order."""
+    import pyarrow as pa
+
+    schema = output_arrow_schema()
+    parts = []
+    for kind in OUTPUT_KINDS:
+        table = tables.get(kind)
+        if table is None or not table.num_rows:
+            continue
+        n = table.num_rows
+        columns = [pa.array([kind] * n, pa.string())]
+        columns += [table.column(f.name) if f.name in KIND_COLUMNS[kind] else pa.nulls(n, f.type) for f in list(schema)[1:]]
+        parts.append(pa.table(columns, schema=schema))
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def tables_by_kind(rows) -> dict:
+    """The inverse of ``output_rows_table``: an Arrow table of ``OUTPUT_SCHEMA`` rows -> one table
+    per kind that has rows, with that kind's columns (``arrow_schema(kind)``), rows in the given order."""
+    import pyarrow.compute as pc
+
+    out = {}
+    for kind in OUTPUT_KINDS:
+        table = rows.filter(pc.equal(rows.column("kind"), kind))
+        if table.num_rows:
+            out[kind] = table.select(list(KIND_COLUMNS[kind])).cast(arrow_schema(kind))
+    return out

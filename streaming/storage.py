@@ -224,7 +224,7 @@ def _driver_jvm(spark):
         from pyspark import SparkContext
     except ImportError:
         return None, None
-    from streaming.job import is_connect
+    from streaming.session import is_connect
 
     sc = getattr(spark, "sparkContext", None) if spark is not None and not is_connect(spark) else None
     sc = sc or SparkContext._active_spark_context

@@ -49,7 +49,7 @@ def write_yaml(tmp_path):
 @pytest.fixture(scope="session")
 def spark():
     """One real local SparkSession for the whole test session (start-up costs ~20 s)."""
-    from streaming.job import build_spark
+    from streaming.session import build_spark
 
     session = build_spark("local[2]")
     yield session

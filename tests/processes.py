@@ -1,7 +1,7 @@
 """The processes of a ``replemu`` command started with ``start_new_session=True``.
 
 The command runs in a session of its own; the driver's JVM runs in another one it starts (see
-``streaming.job._launch_jvm_in_own_session``), and the Python workers in the JVM's.  A test that
+``streaming.session._launch_jvm_in_own_session``), and the Python workers in the JVM's.  A test that
 kills "everything" must find both sessions while the driver is still alive: once the driver is
 gone the JVM is re-parented and nothing links it to the command any more."""
 

@@ -192,7 +192,7 @@ def test_under_spark_submit_its_master_and_conf_win_over_spark_conf(tmp_path):
     """spark-submit's JVM exists before build_spark runs; what spark-submit set must not be
     overridden by conf/spark.conf (spark.master local[*], shuffle partitions 2)."""
     script = tmp_path / "probe.py"
-    script.write_text("from streaming.job import build_spark\n"
+    script.write_text("from streaming.session import build_spark\n"
                       "spark = build_spark()\n"
                       "print('MASTER', spark.sparkContext.master, spark.conf.get('spark.sql.shuffle.partitions'),"
                       " spark.conf.get('spark.sql.session.timeZone'))\n"

@@ -91,7 +91,7 @@ DAEMON = "/v/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark
 def test_pysparks_tracebacks_of_a_closed_socket_at_stop_are_dropped_and_everything_else_passes():
     """What the JVM's processes printed when a query stopped (seen in CI): dropped; a real error,
     a traceback of our code or any other line passes whole and in order."""
-    from streaming.job import ShutdownNoise
+    from streaming.jvm_output import ShutdownNoise
 
     shutdown = [
         "Traceback (most recent call last):\n", f'  File "{RUNNER}", line 265, in main\n',

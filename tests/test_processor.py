@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from emulator import VARIANT_NAMES, VARIANTS, Replay, parse_scenario, run_scenario
 from scenario_io.yaml_files import load_scenario
 from streaming.events import scenario_rows
-from streaming.job import ParquetSink, make_state_function
+from streaming.pipeline import make_state_function
+from streaming.sink import ParquetSink
 from streaming.processor import COMPACT_MIN_RECORDS, process_batch
 from streaming.results import read_results
 from streaming.schemas import STATE_SCHEMA

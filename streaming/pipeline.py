@@ -1,0 +1,165 @@
+"""The job as one DataFrame transformation: event rows in, output rows out (``replicate``).
+
+    events -> groupBy(topic, partition).applyInPandasWithState(step the core: one payload per group)
+           -> mapInArrow(the payloads as output rows: one ``OUTPUT_SCHEMA`` row each, a ``kind`` column)
+
+It works on a batch or a streaming DataFrame from any source; ``replemu stream`` is this
+transformation with the file or workload source in front and ``streaming.sink.ParquetSink``
+behind.  The state function is ``make_state_function``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterable, Iterator
+
+def group_key(key: tuple) -> tuple[str | None, int | None]:
+    """Spark's grouping key ``(topic, partition)`` as Python values (None where unreadable)."""
+    import pandas as pd
+
+    topic = None if key[0] is None else str(key[0])
+    partition = None if key[1] is None or pd.isna(key[1]) else int(key[1])
+    return topic, partition
+
+
+def events_from_frames(topic, partition, pdfs: Iterable) -> list[dict]:
+    """One group's event rows (Spark may split a group over several frames, in any order):
+    from the ``PACKED_COLUMN`` the job hands over, or from the event columns themselves."""
+    import pandas as pd
+
+    from streaming.schemas import CORRUPT_COLUMN, PACKED_COLUMN, REASON_COLUMN
+
+    def text(v):
+        return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+
+    events = []
+    for pdf in pdfs:
+        if PACKED_COLUMN in pdf:
+            loads = json.loads
+            for packed in pdf[PACKED_COLUMN].tolist():
+                d = loads(packed)
+                event = {"topic": topic, "partition": partition, "seq": d.get("seq"), "type": d.get("type"),
+                         "args": d.get("args"), "raw": d.get(CORRUPT_COLUMN)}
+                if d.get(REASON_COLUMN) is not None:
+                    event["reason"] = d[REASON_COLUMN]
+                events.append(event)
+            continue
+        raws = pdf[CORRUPT_COLUMN].tolist() if CORRUPT_COLUMN in pdf else [None] * len(pdf)
+        reasons = pdf[REASON_COLUMN].tolist() if REASON_COLUMN in pdf else [None] * len(pdf)
+        for seq, type_, args, raw, reason in zip(pdf["seq"].tolist(), pdf["type"].tolist(), pdf["args"].tolist(), raws, reasons):
+            event = {
+                "topic": topic, "partition": partition,
+                "seq": seq if type(seq) is int else (None if pd.isna(seq) else int(seq)),
+                "type": text(type_), "args": text(args), "raw": text(raw),
+            }
+            if text(reason) is not None:
+                event["reason"] = reason
+            events.append(event)
+    return events
+
+
+_FRAME_AXES: tuple = ()
+
+
+def output_frame(topic, partition, rows):
+    """A group's output rows as the one-row frame of ``GROUP_OUTPUT_SCHEMA`` (built from an object
+    array with ready axes: a quarter of the cost of a frame from a dict, paid per partition and batch)."""
+    import numpy as np
+    import pandas as pd
+
+    global _FRAME_AXES
+    if not _FRAME_AXES:
+        _FRAME_AXES = (pd.Index(["payload"]), pd.RangeIndex(1))
+    values = np.empty((1, 1), dtype=object)
+    values[0, 0] = rows.payload()
+    return pd.DataFrame(values, columns=_FRAME_AXES[0], index=_FRAME_AXES[1], copy=False)
+
+
+def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_records: int,
+                        knobs: dict[str, Any] | None = None) -> Callable:
+    """The ``applyInPandasWithState`` function: one group's frames -> output frames."""
+
+    def step_partition(key: tuple, pdfs: Iterator, state) -> Iterator:
+        from streaming.processor import process_batch
+        from streaming.state_codec import from_tuple, to_tuple
+
+        topic, partition = group_key(key)
+        current = from_tuple(state.get) if state.exists else None
+        events = [] if state.hasTimedOut else events_from_frames(topic, partition, pdfs)
+        rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut,
+                                                 compact_min_records=compact_min_records, knobs=knobs)
+        if topic is not None and partition is not None:
+            state.update(to_tuple(new_state))
+            if waiting and gap_timeout_ms is not None:
+                state.setTimeoutDuration(gap_timeout_ms)
+        if len(rows):  # one row: every kind's rows in one payload
+            yield output_frame(topic, partition, rows)
+
+    return step_partition
+
+
+def payloads_to_rows(batches: Iterable) -> Iterator:
+    """The ``mapInArrow`` function behind ``replicate``: record batches of payloads (one per
+    partition and micro-batch, ``GROUP_OUTPUT_SCHEMA``) -> record batches of ``OUTPUT_SCHEMA``
+    rows, kind by kind (``OUTPUT_KINDS`` order), each kind's rows in payload then emission order."""
+    from streaming.processor import tables_from_payloads
+    from streaming.schemas import output_rows_table
+
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        tables, _ = tables_from_payloads(batch.column(0).to_pylist())
+        yield from output_rows_table(tables).to_batches()
+
+
+def replicate(events, protocol: str = "kip320", knobs: dict[str, Any] | None = None, gap_timeout_ms: int | None = None,
+              compact_min_records: int | None = None):
+    """Every partition's events stepped through the core under ``protocol``: a DataFrame of
+    output rows (``OUTPUT_SCHEMA``: a ``kind`` column and the union of every kind's columns).
+
+    ``events``: a batch or streaming DataFrame with the event columns (``EVENT_FIELDS``: topic,
+    partition, seq, type, args; other columns are ignored, and ``_corrupt_record`` / ``_reason``,
+    when present, send a row to quarantine with that text and reason).  Per (topic, partition) the
+    rows are applied in ``seq`` order across micro-batches; the state lives in Spark's state store
+    (the query's checkpoint).  ``gap_timeout_ms``: for a stream that never drains (a
+    processing-time trigger), how long rows ahead of a missing ``seq`` wait before the gap is
+    reported once in quarantine; None (the default) never times out, which an available-now
+    stream needs to end.  ``ValueError`` names a missing or mistyped column and an unknown
+    protocol or knob.
+    """
+    from pyspark.sql.functions import col, lit, struct, to_json
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from emulator.variants import variant_named
+    from streaming.processor import COMPACT_MIN_RECORDS
+    from streaming.schemas import (
+        CORRUPT_COLUMN, EVENT_FIELDS, GROUP_OUTPUT_SCHEMA, OUTPUT_SCHEMA, PACKED_COLUMN, PACKED_FIELDS, REASON_COLUMN,
+        STATE_SCHEMA,
+    )
+
+    variant_named(protocol, dict(knobs or {}))  # ValueError: an unknown protocol, knob or value
+    types = dict(events.dtypes)
+    missing = [f.name for f in EVENT_FIELDS if f.name not in types]
+    if missing:
+        raise ValueError(f"the events DataFrame lacks the event column(s) {', '.join(missing)} "
+                         f"(it has {', '.join(types) or 'none'}; docs/api.md lists the event columns)")
+    spark_type = {"string": "string", "int": "int", "long": "bigint"}
+    numeric = {"tinyint", "smallint", "int", "bigint"}
+    for f in EVENT_FIELDS:
+        want, have = spark_type[f.type], types[f.name]
+        if have != want and not (want in ("int", "bigint") and have in numeric):
+            raise ValueError(f"the events column {f.name!r} is {have}, expected {want}")
+    none = lit(None).cast("string")
+    packed = events.select(
+        col("topic"), col("partition").cast("int").alias("partition"), col("seq").cast("bigint").alias("seq"),
+        col("type"), col("args"),
+        (col(CORRUPT_COLUMN) if CORRUPT_COLUMN in types else none).alias(CORRUPT_COLUMN),
+        (col(REASON_COLUMN) if REASON_COLUMN in types else none).alias(REASON_COLUMN),
+    ).select("topic", "partition", to_json(struct(*PACKED_FIELDS)).alias(PACKED_COLUMN))
+    timeout = GroupStateTimeout.NoTimeout if gap_timeout_ms is None else GroupStateTimeout.ProcessingTimeTimeout
+    payloads = packed.groupBy("topic", "partition").applyInPandasWithState(
+        make_state_function(protocol, gap_timeout_ms, COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records,
+                            dict(knobs) if knobs else None),
+        GROUP_OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
+    )
+    return payloads.mapInArrow(payloads_to_rows, OUTPUT_SCHEMA)

@@ -1,0 +1,54 @@
+"""What a running query reports: Spark's progress per micro-batch, printed as one line and kept
+in ``OUTPUT/progress.jsonl`` by a ``StreamingQueryListener``."""
+
+from __future__ import annotations
+
+import json
+
+def state_bytes(progress: dict) -> int:
+    """The state store's memory in use after a micro-batch (Spark's ``stateOperators``)."""
+    return sum(op.get("memoryUsedBytes", 0) or 0 for op in progress.get("stateOperators", []))
+
+
+def input_rows(progress: dict) -> int:
+    """A micro-batch's input rows.  Through Spark Connect (4.3) a query's ``recentProgress`` lacks
+    the top-level ``numInputRows``; its sources carry them."""
+    rows = progress.get("numInputRows")
+    return rows if rows is not None else sum(s.get("numInputRows") or 0 for s in progress.get("sources") or [])
+
+
+def print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
+    batch_id = progress["batchId"]
+    st = stats.get(batch_id)
+    duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
+    extra = (f", {st.partitions} partitions, {st.violations} violations, {st.quarantined} quarantined"
+             if st else "")
+    print(f"batch {batch_id}: {input_rows(progress)} rows{extra}, {duration:.2f} s, "
+          f"state {state_bytes(progress) / 1024:.0f} KiB", file=out, flush=True)
+
+
+PROGRESS_FILE = "progress.jsonl"
+
+
+def progress_listener(store, query_name: str = "replemu"):
+    """A ``StreamingQueryListener`` appending every micro-batch's ``StreamingQueryProgress`` JSON
+    to the output ``store`` as one line (``OUTPUT/progress.jsonl``): the job's history after it ended."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class ProgressLog(StreamingQueryListener):
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            progress = event.progress
+            if progress.name != query_name:
+                return
+            store.append_line(PROGRESS_FILE, json.dumps(json.loads(progress.json), separators=(",", ":")))
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    return ProgressLog()

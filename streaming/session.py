@@ -1,0 +1,225 @@
+"""The SparkSession of every job: the project's settings, the master or Spark Connect URL checks,
+and the driver's JVM started in a session of its own (``streaming.jvm_output`` filters what it prints).
+
+Default settings are the packaged ``spark.conf`` (``conf/spark.conf`` in the source tree, ``key
+value`` lines); ``--master`` overrides the master, and ``build_spark(remote=…)`` makes the job a
+Spark Connect client instead (docs/cluster.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import warnings
+from importlib import resources
+from pathlib import Path
+
+def read_spark_conf(path: str | Path | None = None) -> dict[str, str]:
+    """``key value`` lines of ``path``, or of the packaged defaults (``conf/spark.conf``)."""
+    source = str(path) if path else "spark.conf (packaged)"
+    text = Path(path).read_text() if path else resources.files("streaming").joinpath("data/spark.conf").read_text()
+    conf = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition(" ")
+        if not sep:
+            raise ValueError(f"{source}: line {number}: expected 'key value', got {line!r}")
+        conf[key] = value.strip()
+    return conf
+
+
+MASTER_FORMS = (
+    (re.compile(r"local(\[(\*|[1-9]\d{0,4})(,[1-9]\d{0,4})?\])?"), "local, local[N], local[*], local[N,F]"),
+    (re.compile(r"local-cluster\[[1-9]\d{0,3},[1-9]\d{0,3},[1-9]\d{1,7}\]"), "local-cluster[WORKERS,CORES,MEMORY_MB]"),
+    (re.compile(r"spark://[A-Za-z0-9._-]+:\d{1,5}(,[A-Za-z0-9._-]+:\d{1,5})*"), "spark://HOST:PORT"),
+    (re.compile(r"yarn"), "yarn"),
+    (re.compile(r"k8s://\S+"), "k8s://API_SERVER"),
+)
+
+
+def master_problem(master: str) -> str | None:
+    """Why ``master`` is not a Spark master URL (None when it is one): checked before a JVM starts."""
+    if any(form.fullmatch(master) for form, _ in MASTER_FORMS):
+        return None
+    return f"--master {master[:80]!r} is not a Spark master URL (one of: {'; '.join(text for _, text in MASTER_FORMS)})"
+
+
+def master_cores(master: str) -> int | None:
+    """The cores a master URL names (local[4] -> 4, local[*] -> this machine's, local-cluster[2,3,1024] -> 6);
+    None for a cluster manager, whose cores only the cluster knows."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master)
+    if m:
+        return os.cpu_count() or 1 if m.group(1) == "*" else int(m.group(1) or 1)
+    m = re.fullmatch(r"local-cluster\[(\d+),(\d+),\d+\]", master)
+    return int(m.group(1)) * int(m.group(2)) if m else None
+
+
+LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?|local-cluster\[[^\]]*\]")
+
+
+def is_local_master(master: str | None) -> bool:
+    """Whether ``master`` runs every Spark process on this machine (local, local[N], local-cluster[…])."""
+    return master is not None and bool(LOCAL_MASTER.fullmatch(master))
+
+
+REMOTE_FORM = re.compile(r"sc://(?P<host>[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})(/(;[A-Za-z_]+=[^;/\s]*)*)?")
+
+
+def remote_problem(remote: str) -> str | None:
+    """Why ``remote`` is not a Spark Connect URL (None when it is one): checked before anything starts."""
+    m = REMOTE_FORM.fullmatch(remote)
+    if m and 1 <= int(m["port"]) <= 65535:
+        return None
+    return (f"--remote {remote[:80]!r} is not a Spark Connect URL (sc://HOST:PORT, optionally followed by "
+            f"/;token=…;use_ssl=true)")
+
+
+def remote_unreachable(remote: str, timeout_s: float = 10) -> str | None:
+    """Why the Spark Connect server of ``remote`` cannot be reached (None when it accepts a TCP
+    connection).  Checked before anything is written: the Connect client itself retries an
+    unreachable server for ten minutes."""
+    import socket
+
+    m = REMOTE_FORM.fullmatch(remote)
+    host, port = m["host"].strip("[]"), int(m["port"])
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        return f"--remote {remote}: no Spark Connect server reachable at {host}:{port} ({exc.strerror or exc})"
+    return None
+
+
+class SessionError(RuntimeError):
+    """A session could not be opened (a Spark Connect server that does not answer): one line for the user."""
+
+
+def build_spark(master: str | None = None, conf_path: str | Path | None = None, app_name: str = "replemu", *,
+                ui: bool = False, remote: str | None = None):
+    """A SparkSession with the project's settings (``conf/spark.conf``).
+
+    ``ui``: Spark's web UI, on for ``replemu stream`` and off everywhere else (tests, ``state``,
+    campaigns: it costs start-up time).  ``remote`` (``sc://HOST:PORT``): a Spark Connect session
+    on that server instead of a driver in this process; ``SessionError`` when it does not answer.
+
+    Classic sessions: the Python workers use this interpreter; with a local master (local,
+    local[N], local-cluster[…]) the driver, executors, block managers and UI bind to 127.0.0.1
+    only (``SPARK_LOCAL_IP``, unless already set); with a cluster master (spark://, yarn, k8s://)
+    Spark's own defaults and the user's settings decide, so executors on other hosts can reach
+    the driver.  Launched by spark-submit, whatever spark-submit set (``--master``, ``--conf``,
+    spark-defaults.conf) wins over ``conf/spark.conf``."""
+    conf = read_spark_conf(conf_path)
+    conf["spark.app.name"] = app_name
+    conf["spark.ui.enabled"] = "true" if ui else "false"
+    if remote is not None:
+        return _connect_session(remote, conf)
+    return _classic_session(master, conf)
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``build_spark(remote=…)``) rather than a
+    classic driver in this process — the one test of which kind a session is.  Through Connect
+    there is no SparkContext and no JVM here, and the foreachBatch sink runs in a Python process
+    of the server, so its counts never come back to this process (``run_stream`` reads them
+    from the files it wrote); the StreamingQueryListener runs here."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def describe_session(spark) -> str:
+    """One line for the console: what runs the job and where its Spark UI is."""
+    if is_connect(spark):
+        return (f"Spark Connect session {spark.session_id}, server master {spark.conf.get('spark.master', '?')} "
+                f"(Spark UI: the server's own)")
+    sc = spark.sparkContext
+    return f"Spark application {sc.applicationId}, master {sc.master}; Spark UI: {sc.uiWebUrl or 'off'}"
+
+
+def _classic_session(master: str | None, conf: dict[str, str]):
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    submitted = None
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # Launched by spark-submit: its JVM runs already, with spark-submit's settings as system
+        # properties; SparkConf() sees them only once this process is connected to that JVM.
+        SparkContext._ensure_initialized()
+        submitted = SparkConf()
+        master = submitted.get("spark.master", None)
+    else:
+        master = conf["spark.master"] = master or conf.get("spark.master", "local[*]")
+    if master is not None and master.startswith("local-cluster["):
+        # It exists to run on several executors: start once all registered (a standalone
+        # master schedules on the first one, and state-store locality may keep every task there).
+        conf["spark.scheduler.minRegisteredResourcesRatio"] = "1.0"
+    if submitted is not None:
+        conf = {key: value for key, value in conf.items() if not submitted.contains(key)}
+    else:
+        if is_local_master(master):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        _launch_jvm_in_own_session(conf)
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _connect_session(remote: str, conf: dict[str, str]):
+    """A Spark Connect session with the settings of ``conf`` a session may change (SQL settings:
+    shuffle partitions, time zone, Arrow); the others (master, memory, UI) are the server's."""
+    problem = remote_unreachable(remote)
+    if problem:
+        raise SessionError(problem)
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    patient = spark.client.get_retry_policies()
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=3, max_backoff=2000)])  # seconds, not ten minutes
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pyspark's RETRIES_EXCEEDED warning: the error says it
+            for key, value in conf.items():
+                if spark.conf.isModifiable(key):
+                    spark.conf.set(key, value)
+    except Exception as exc:
+        text = str(exc).strip()
+        details = re.search(r'details = "([^"]*)"', text)
+        reason = details.group(1) if details else (text.splitlines() or [type(exc).__name__])[0]
+        spark.client.close()  # no release RPC at exit either (it would retry for minutes)
+        raise SessionError(f"--remote {remote}: the Spark Connect server did not answer: {reason[:300]}") from None
+    finally:
+        spark.client.set_retry_policies(patient)
+    return spark
+
+
+def _launch_jvm_in_own_session(conf: dict[str, str]) -> None:
+    """Start the driver's JVM in a session of its own, unless one runs already.
+
+    pyspark starts the JVM with SIGINT ignored so that Ctrl-C reaches only Python, but the
+    Python workers the JVM forks restore SIGINT: a terminal's Ctrl-C (sent to the whole
+    foreground process group) killed a running task, and the "finish the running micro-batch"
+    stop failed.  In its own session nothing the terminal sends reaches the JVM or its workers;
+    they end when this process ends (the JVM exits when its stdin, a pipe from here, closes).
+    Not called under spark-submit, whose JVM exists already (PYSPARK_GATEWAY_PORT)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if getattr(SparkContext, "_gateway", None) is not None:
+        return
+    spark_conf = SparkConf()
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    import subprocess
+    import threading
+
+    from .jvm_output import pump_jvm_stderr
+
+    gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True, "stderr": subprocess.PIPE})
+    threading.Thread(target=pump_jvm_stderr, args=(gateway.proc.stderr,), name="replemu-jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway)
