@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.invariants import INVARIANTS, REGISTRY
-from streaming.sink import write_batch_dir
+from streaming.sink import kind_frames, write_batch_dir
 from streaming.results import violated_in_summary
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
@@ -121,6 +121,19 @@ def frames_from_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
         })
     columns = ["partition_key", "leader_in_isr", "offsets_contiguous"] + [inv.name for inv in REGISTRY]
     return {"timeline": timeline, "partitions": pd.DataFrame(part_rows, columns=columns)}
+
+
+
+def validate_rows(rows, batch_id: int = 0, validator: "BatchValidator | None" = None):
+    """The suites run on one micro-batch of output rows (``streaming.pipeline.replicate``'s
+    ``OUTPUT_SCHEMA`` rows: a Spark DataFrame, pandas or Arrow), split by kind as the job's own
+    sink splits them: a pandas frame with one row per expectation (``batch_id`` and
+    ``VALIDATION_COLUMNS``).  Pass one ``BatchValidator`` for every batch of a stream: building
+    one costs about a second."""
+    import pandas as pd
+
+    results = (validator or BatchValidator()).validate(frames_from_outputs(kind_frames(rows)), batch_id)
+    return pd.DataFrame(results, columns=("batch_id",) + VALIDATION_COLUMNS)
 
 
 class BatchValidator:

@@ -18,7 +18,8 @@ from importlib.metadata import PackageNotFoundError, version as _version
 # sys.modules and leave ``replemu.explore`` the function.
 from . import campaign as _campaign_module, explore as _explore_module  # noqa: F401
 from .api import (  # noqa: F401  (the public API)
-    VARIANTS, Scenario, ScenarioError, campaign, explore, final_logs, load_scenario, run, scenario, trace_frame,
+    VARIANTS, Expectations, Scenario, ScenarioError, campaign, events_frame, explore, final_logs, load_scenario, replicate,
+    run, scenario, spark_session, split_kinds, trace_frame,
 )
 
 try:

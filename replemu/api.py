@@ -21,8 +21,8 @@ from emulator.run import run_scenario
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
 from emulator.variants import VARIANT_NAMES
 
-__all__ = ["VARIANTS", "Scenario", "ScenarioError", "campaign", "explore", "final_logs", "load_scenario", "run",
-           "scenario", "trace_frame"]
+__all__ = ["VARIANTS", "Expectations", "Scenario", "ScenarioError", "campaign", "events_frame", "explore", "final_logs",
+           "load_scenario", "replicate", "run", "scenario", "spark_session", "split_kinds", "trace_frame"]
 
 VARIANTS: tuple[str, ...] = tuple(VARIANT_NAMES)  # the protocol variants, oldest first
 
@@ -112,3 +112,72 @@ def campaign(seed: int = 1, profile: str = "hard", partitions: int = 100, protoc
         return run_campaign(seed, profile, partitions, list(protocols), out, progress=False)
     except KeyError as exc:  # an unknown profile
         raise ValueError(exc.args[0]) from None
+
+
+# -- Spark: DataFrame in, DataFrame out ----------------------------------------------------------
+
+def spark_session(master: str | None = None, conf_path: str | Path | None = None, app_name: str = "replemu"):
+    """A SparkSession with the project's settings (``conf/spark.conf``: shuffle partitions, Arrow,
+    the Python workers on this interpreter); ``master`` defaults to ``local[*]``.  Any other
+    session works with ``replicate`` too."""
+    from streaming.session import build_spark
+
+    return build_spark(master, conf_path, app_name)
+
+
+def events_frame(spark, scenarios) -> Any:
+    """The event rows of ``scenarios`` (``Scenario`` objects or paths) as a batch DataFrame with
+    the event columns (topic, partition, seq, type, args): what ``replemu compile`` writes.
+    ``ValueError`` when two scenarios have the same partition key."""
+    from streaming.events import duplicate_keys, scenario_rows
+    from streaming.schemas import EVENT_SCHEMA
+
+    loaded = [load_scenario(s) if isinstance(s, (str, Path)) else s for s in scenarios]
+    clash = duplicate_keys(loaded)
+    if clash:
+        raise ValueError(clash)
+    return spark.createDataFrame([row for s in loaded for row in scenario_rows(s)], EVENT_SCHEMA)
+
+
+def replicate(events, protocol: str = "kip320", knobs: Mapping[str, Any] | None = None,
+              gap_timeout_ms: int | None = None) -> Any:
+    """``replemu stream`` as one DataFrame transformation: every (topic, partition)'s events,
+    applied in ``seq`` order under ``protocol`` with ``knobs``, as a DataFrame of output rows with a
+    ``kind`` column (timeline, log, summary, violations, losses, errors, quarantine) and the union
+    of every kind's columns.  ``events``: any batch or streaming DataFrame with the event columns;
+    a streaming query keeps each partition's state in its checkpoint.  ``gap_timeout_ms``: under a
+    processing-time trigger, report a missing ``seq`` after that long (None: never, which an
+    available-now query needs to end).  ``ValueError`` names a missing column, a protocol or a knob."""
+    from streaming.pipeline import replicate as transform
+
+    return transform(events, protocol, dict(knobs) if knobs else None, gap_timeout_ms)
+
+
+def split_kinds(rows) -> dict[str, Any]:
+    """One micro-batch of ``replicate``'s rows (Spark, pandas or Arrow) split by kind: kind -> pandas
+    frame with that kind's columns, sorted as ``replemu stream`` writes them."""
+    from streaming.sink import kind_frames
+
+    return kind_frames(rows)
+
+
+class Expectations:
+    """The Great Expectations suites of ``replemu stream`` for your own micro-batches: one per
+    stream (building it costs about a second); ``docs_dir``: where ``build_docs`` writes Data Docs."""
+
+    def __init__(self, docs_dir: str | Path | None = None) -> None:
+        from expectations.suites import BatchValidator
+
+        self._validator = BatchValidator(docs_dir)
+
+    def validate(self, rows, batch_id: int = 0) -> Any:
+        """The suites on one micro-batch of ``replicate``'s rows: a pandas frame with one row per
+        expectation (batch_id, invariant, expectation, frame, success, unexpected_count,
+        partitions, docs)."""
+        from expectations.suites import validate_rows
+
+        return validate_rows(rows, batch_id, self._validator)
+
+    def build_docs(self) -> Path | None:
+        """(Re)build the Data Docs of every batch validated so far; the index page (None without ``docs_dir``)."""
+        return self._validator.build_docs()

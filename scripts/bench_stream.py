@@ -20,6 +20,10 @@ Every mode prints the project's number next to its reference and the ratio, with
   state       a clean workload of a few partitions in large batches until 10^4 and 10^6 records
               were produced per partition: state bytes per partition (statestore reader),
               <= 50 KB each, ratio <= 1.5.
+  rows        the throughput events through replemu stream as it runs (payloads unpacked in its sink)
+              and through the public replemu.replicate (one JVM row per output row, the same sink):
+              CPU seconds per micro-batch of each, split driver / JVM / Python, runs alternated
+              (--runs), and the ratio; no target: it measures what the row form costs.
   scale       the same events per partition at 1,000 and 10,000 partitions, state in RocksDB:
               events/s ratio (>= 1/1.5) and the peak RSS of the Spark JVM and Python workers per
               batch (flat over 10 batches).
@@ -242,6 +246,36 @@ def mode_throughput(spark, args, work: Path) -> None:
           f"p50 {statistics.median(db):.2f} s at {args.events // args.batches} events/partition/batch "
           f"(target <= 2 s: {verdict(statistics.median(db) <= 2)}); first batch (b) {db[0]:.2f} s, (c) {dc[0]:.2f} s", flush=True)
     _cpu_line(cpu0, cpu1, cpu2, len(db), len(dc))
+
+
+def mode_rows(spark, args, work: Path) -> None:
+    total = args.partitions * args.events
+    print(f"[rows] seed {args.seed}  partitions {args.partitions}  events/partition {args.events}  total {total}  "
+          f"micro-batches {args.batches}  protocol {args.protocol}  runs {args.runs} alternated", flush=True)
+    rng = random.Random(args.seed)
+    scenarios = [parse_scenario(workload(k, args.events, rng)) for k in range(args.partitions)]
+    write_event_files([scenario_rows(s) for s in scenarios], work / "events", split=args.batches)
+    from streaming.job import run_stream
+
+    noop_stream(spark, work / "events", work / "ckpt-warm-up")
+    cpu: dict[bool, list[tuple]] = {False: [], True: []}
+    wall: dict[bool, list[float]] = {False: [], True: []}
+    for run in range(args.runs):
+        for rows in (False, True):
+            before = cpu_split()
+            stats = run_stream(work / "events", work / f"out-{run}-{rows}", work / f"ckpt-{run}-{rows}", args.protocol,
+                               max_files_per_trigger=1, spark=spark, quiet=True, rows=rows)
+            after = cpu_split()
+            n = len([s for s in stats if s.input_rows])
+            cpu[rows].append(tuple((y - x) / n for x, y in zip(before, after)))
+            wall[rows].append(statistics.median(s.duration_s for s in stats if s.input_rows))
+    print(f"{'CPU s per micro-batch (median of runs)':44} {'total':>7} {'driver':>7} {'JVM':>7} {'Python':>7} {'p50 wall s':>11}")
+    med = {}
+    for rows, label in ((False, "replemu stream (payloads, unpacked in sink)"), (True, "replemu.replicate rows, same sink")):
+        parts = [statistics.median(c[i] for c in cpu[rows]) for i in range(3)]
+        med[rows] = sum(parts)
+        print(f"{label:44} {sum(parts):>7.2f} {parts[0]:>7.2f} {parts[1]:>7.2f} {parts[2]:>7.2f} {statistics.median(wall[rows]):>11.2f}")
+    print(f"rows / payloads CPU = {med[True] / med[False]:.2f}  (the cost of one JVM row per output row)", flush=True)
 
 
 def _cpu_line(cpu0: tuple, cpu1: tuple, cpu2: tuple, nb: int, nc: int) -> None:
@@ -536,7 +570,7 @@ def mode_scale(spark, args, work: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", default="throughput", choices=("throughput", "workload", "flat", "long", "state", "scale", "all"))
+    ap.add_argument("--mode", default="throughput", choices=("throughput", "workload", "flat", "long", "state", "scale", "rows", "all"))
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--events", type=int, default=100, help="throughput: events per partition")
     ap.add_argument("--batches", type=int, default=5, help="throughput: event files = micro-batches")
@@ -547,6 +581,7 @@ def main() -> int:
     ap.add_argument("--state-partitions", type=int, default=2)
     ap.add_argument("--protocol", default="kip320")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=2, help="rows: alternated runs of each form")
     ap.add_argument("--tws", action="store_true", help="throughput: also run the job on transformWithStateInPandas")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark SQL setting for every query of the run (repeatable), e.g. "

@@ -216,3 +216,22 @@ def tables_by_kind(rows) -> dict:
         if table.num_rows:
             out[kind] = table.select(list(KIND_COLUMNS[kind])).cast(arrow_schema(kind))
     return out
+
+
+KIND_MEANINGS = {
+    "timeline": "one row per applied step and replica: role, liveness, leader epoch, LEO, HW, remote LEOs, epoch cache, the controller's leader, epoch and ISR",
+    "log": "each log change: a record appended (`append`), the log cut to `offset` (`truncate`), a cold epoch-cache entry (`epoch`)",
+    "summary": "one row per partition and micro-batch that applied a step: steps so far, HW range, invariants violated so far, the contract's `final` object",
+    "violations": "an invariant broken at a step (`docs/protocol.md` §7)",
+    "losses": "a committed or acknowledged record that is gone (`acked`: it was acknowledged; `allowed`: a fault the model permits to lose it, such as an unclean election or power loss, was involved)",
+    "errors": "an answer a step got instead of its effect (a fetch the leader refused, a produce with no leader...)",
+    "quarantine": "an input row that could not be applied, with its reason and text",
+}
+assert set(KIND_MEANINGS) == set(OUTPUT_KINDS)
+
+
+def kinds_markdown() -> str:
+    """The output kinds and their columns (docs/api.md)."""
+    lines = ["| kind | columns | one row per |", "|---|---|---|"]
+    lines += [f"| `{kind}` | {', '.join(f'`{c}`' for c in KIND_COLUMNS[kind])} | {KIND_MEANINGS[kind]} |" for kind in OUTPUT_KINDS]
+    return "\n".join(lines) + "\n"

@@ -65,21 +65,25 @@ class ParquetSink:
                 self._mirror.upload_changes()
 
     def __call__(self, df, batch_id: int) -> None:
-        """The ``foreachBatch`` function: ``df`` holds one micro-batch's ``OUTPUT_SCHEMA`` rows
-        (``streaming.pipeline.replicate``)."""
+        """The ``foreachBatch`` function, behind ``streaming.pipeline.payloads`` (the job's own:
+        one payload per partition) or ``replicate`` (``OUTPUT_SCHEMA`` rows)."""
+        from streaming.processor import tables_from_payloads
         from streaming.schemas import tables_by_kind
 
-        tables = tables_by_kind(df.toArrow())
-        summary = tables.get("summary")
-        # Every partition that applied a step this batch has one summary row.
-        self.write(tables, batch_id, 0 if summary is None else summary.num_rows)
+        if "payload" in df.columns:
+            tables, partitions = tables_from_payloads(row["payload"] for row in df.select("payload").collect())
+        else:
+            tables = tables_by_kind(df.toArrow())
+            # Every partition that applied a step this batch has one summary row.
+            partitions = tables["summary"].num_rows if "summary" in tables else 0
+        self.write(tables, batch_id, partitions)
 
     def write(self, tables: dict[str, Any], batch_id: int, partitions: int) -> None:
         """Write each kind's rows (Arrow tables) of batch ``batch_id``, sorted; run the observer.
 
         The sort keys are unique per row (a partition, a step, a row index or replica), so the
         written order is the same whatever order Spark handed the partitions over in."""
-        from streaming.schemas import KIND_COLUMNS, OUTPUT_KINDS, arrow_schema
+        from streaming.schemas import OUTPUT_KINDS
 
         counts, written = {}, {}
         for kind in OUTPUT_KINDS:
@@ -89,10 +93,7 @@ class ParquetSink:
             if not counts[kind]:
                 self.store.remove(target)  # a replayed batch that now has nothing of this kind
                 continue
-            cols = KIND_COLUMNS[kind]
-            sort_by = [(c, "ascending") for c in ("topic", "partition", "seq", "idx", "replica") if c in cols]
-            table = table.select(list(cols)).cast(arrow_schema(kind)).sort_by(sort_by)
-            written[kind] = table
+            table = written[kind] = sorted_kind_table(kind, table)
             self.store.replace_dir(target, {BATCH_FILE: parquet_bytes(table)})
         if self.observer is not None:
             self.observer.on_batch({kind: t.to_pandas() for kind, t in written.items()}, batch_id, self.observer_dir)
@@ -140,3 +141,30 @@ def landed_stats(store, batch_id: int) -> BatchStats:
         rel = f"{kind}/batch_id={batch_id}/{BATCH_FILE}"
         rows[kind] = pq.ParquetFile(pa.BufferReader(store.read_bytes(rel))).metadata.num_rows if store.exists(rel) else 0
     return BatchStats(batch_id, rows, rows["summary"], rows["violations"], rows["quarantine"])
+
+
+SORT_KEYS = ("topic", "partition", "seq", "idx", "replica")  # unique per row within each kind
+
+
+def sorted_kind_table(kind: str, table):
+    """One kind's rows (Arrow) with that kind's columns and types, in the order the sink writes
+    them: by ``SORT_KEYS``, whatever order Spark handed the partitions over in."""
+    from streaming.schemas import KIND_COLUMNS, arrow_schema
+
+    cols = KIND_COLUMNS[kind]
+    return table.select(list(cols)).cast(arrow_schema(kind)).sort_by([(c, "ascending") for c in SORT_KEYS if c in cols])
+
+
+def kind_frames(rows) -> dict[str, Any]:
+    """A micro-batch of ``OUTPUT_SCHEMA`` rows (a Spark DataFrame, a pandas DataFrame or an Arrow
+    table) split by kind: kind -> pandas frame of that kind's ``KIND_COLUMNS``, sorted as the sink
+    writes them; only the kinds that have rows."""
+    import pyarrow as pa
+
+    from streaming.schemas import output_arrow_schema, tables_by_kind
+
+    if hasattr(rows, "toArrow"):  # Spark (classic or Connect)
+        rows = rows.toArrow()
+    elif not isinstance(rows, pa.Table):  # pandas
+        rows = pa.Table.from_pandas(rows, schema=output_arrow_schema(), preserve_index=False)
+    return {kind: sorted_kind_table(kind, t).to_pandas() for kind, t in tables_by_kind(rows).items()}

@@ -17,7 +17,8 @@ def examples() -> list[str]:
     return re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), flags=re.S)
 
 
-def test_the_examples_of_docs_api_run(monkeypatch):
+def test_the_examples_of_docs_api_run(monkeypatch, spark):
+    """``spark``: the tests' one session, which the page's ``replemu.spark_session`` then returns."""
     monkeypatch.chdir(ROOT)
     namespace: dict = {}
     blocks = examples()
@@ -55,3 +56,13 @@ def test_bad_input_names_what_is_wrong():
         replemu.run(replemu.scenario({"name": "x", "replicas": [1], "steps": [{"elect": {}}]}), "kip999")
     with pytest.raises(ValueError, match="no trace"):
         replemu.trace_frame(replemu.run(os.path.join(ROOT, "replemu/scenarios/s1-kip101-scenario-1.yaml")))
+
+
+def test_the_kinds_table_is_the_generated_one():
+    from streaming.schemas import kinds_markdown
+
+    page = (ROOT / "docs" / "api.md").read_text()
+    begin, end = "<!-- kinds:begin -->\n", "<!-- kinds:end -->"
+    assert page.count(begin) == 1 and page.count(end) == 1
+    assert page[page.index(begin) + len(begin):page.index(end)] == kinds_markdown(), (
+        "regenerate with: python -c \"from streaming.schemas import kinds_markdown; print(kinds_markdown(), end='')\"")
