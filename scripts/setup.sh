@@ -38,7 +38,7 @@ if [ -n "$why" ]; then
   # setup.py compiles with the mypyc of .venv (same pin as pyproject.toml's dev extra): no build isolation.
   if ! { .venv/bin/python -m pip install --upgrade pip \
          && .venv/bin/python -m pip install "setuptools==80.9.0" "mypy==2.4.1" \
-         && .venv/bin/python -m pip install -v --no-build-isolation -e ".[dev]"; } >"$log" 2>&1; then
+         && .venv/bin/python -m pip install -v --no-build-isolation -e ".[dev,notebook]"; } >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "setup: pip install failed; the full log is $log" >&2
     exit 1
