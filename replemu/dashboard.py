@@ -22,10 +22,13 @@ Reading a stream output (``RunReader``) goes by batch directory: every
 (a batch Spark replays is swapped in by a rename, so it gets a new inode), so a page that
 follows a running job reads only the batches that landed since; a partition's rows are read
 with a filter on (topic, partition), per batch, and cached for the last partitions asked for.
+
+``cmd_dashboard`` is the command ``replemu dashboard``.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import html
 import json
@@ -40,6 +43,8 @@ from typing import Any, Callable
 from emulator.bounds import short_list
 from emulator.invariants import INVARIANT_NAMES
 from emulator.result import ResultFormatError, check_result_document
+
+from .cli_common import EXIT_OK, fail, output_problem
 
 MAX_TIMELINES = 50  # partitions whose step timeline and log are embedded in a static page
 STATUSES = ("ok", "violated", "lost data", "error")  # a partition's status, the job view's categories
@@ -789,3 +794,15 @@ def write_dashboard(inputs: list[str | Path], output_dir: str | Path, chosen: st
     page = out / "dashboard.html"
     page.write_text(render(runs, chosen), encoding="utf-8")
     return page
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    problem = output_problem(args.output, "--output")
+    if problem:
+        return fail(f"replemu: error: {problem}")
+    try:
+        page = write_dashboard(args.inputs, args.output, chosen=args.partition)
+    except DashboardError as exc:
+        return fail(f"replemu: error: {exc}")
+    print(f"wrote {page}")
+    return EXIT_OK

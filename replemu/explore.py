@@ -4,10 +4,14 @@ The search itself is ``emulator.explore`` (local engine) and ``streaming.explore
 engine); this module picks the engine, prints the parameters first and progress per depth,
 writes each violated invariant's shortest path as a scenario file with an ``expect`` block
 (``replemu run FILE --check`` replays it), and builds the result object of ``--json``.
+``cmd_explore`` is the command: its arguments checked before anything runs, then the search
+(on a Spark session it starts for ``--engine spark``, Ctrl-C cancelling the running level).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
 import time
@@ -19,10 +23,15 @@ from emulator.config import Config
 from emulator.explore import (
     DEFAULT_ALPHABET, INVARIANT_ORDER, Bounds, Level, Outcome, Reduction, Space, replay_path, search_local,
 )
+from emulator.invariants import INVARIANT_NAMES
+from emulator.levels import WorkDirError
 from emulator.run import effective_variant, run_scenario
 from emulator.scenario import Scenario
 from emulator.steps import StepKind
+from emulator.variants import VARIANT_NAMES
 from scenario_io.yaml_files import scenario_document, write_scenario
+
+from .cli_common import EXIT_OK, fail, output_problem
 
 EXPLORE_FORMAT = 1
 # What one key of the local engine's in-memory visited set costs (a 16-byte bytes object in a
@@ -303,3 +312,86 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> li
     chart.write_text(picture(results))
     out.write(f"picture: {chart}\n")
     return results
+
+
+def _config_assignments(texts: list[str], replicas: int):
+    """``--config KEY=VALUE`` -> a validated ``Config`` for ``replicas`` (values read as YAML scalars)."""
+    import yaml
+
+    from emulator.config import ConfigError, parse_config
+
+    data = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--config wants KEY=VALUE, got {text[:80]!r}")
+        try:
+            data[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"--config {key}: {value[:80]!r} is not a value") from None
+    return parse_config(data, replicas)
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    try:
+        config = _config_assignments(args.config, args.replicas)
+        alphabet = parse_alphabet(args.steps)
+        until = frozenset(t.strip() for t in (args.until or "").split(",") if t.strip())
+        unknown = sorted(until - set(INVARIANT_NAMES))
+        if unknown:
+            raise ValueError(f"--until: unknown invariant {unknown[0][:40]!r} (known: {', '.join(INVARIANT_NAMES)})")
+        bounds = Bounds(args.depth, args.records, args.epochs, args.crashes, args.power_crashes)
+        reduce = Reduction.parse(args.reduce)
+    except ValueError as exc:  # ConfigError, ExploreError, an unknown step kind or invariant
+        return fail(f"replemu: error: {exc}")
+    problem = output_problem(args.out, "--out")
+    if problem:
+        return fail(f"replemu: error: {problem}")
+    engine = choose_engine(args.engine)
+    if args.master and engine != "spark":
+        return fail("replemu: error: --master needs --engine spark")
+    if args.workers and engine != "local":
+        return fail("replemu: error: --workers is for --engine local (Spark uses its executors)")
+    if args.memory and engine != "local":
+        return fail("replemu: error: --memory is for --engine local (Spark keeps its visited set on disk)")
+    if reduce.names and engine != "local":
+        return fail("replemu: error: --reduce is for --engine local (the Spark engine searches without reductions)")
+    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    req = Request(protocols, args.replicas, bounds, config, args.knobs, alphabet, engine, Path(args.out),
+                  max_states=args.max_states, master=args.master, until=until, max_seconds=args.max_seconds,
+                  workers=args.workers or default_workers(), reduce=reduce,
+                  memory_keys=None if args.memory is None else max(2, args.memory // KEY_BYTES_IN_MEMORY))
+    spark = stop = None
+    if engine == "spark":
+        import signal
+        import threading
+
+        from streaming.session import build_spark
+
+        spark = build_spark(args.master, app_name="replemu-explore")
+        stop = threading.Event()
+
+        def on_sigint(signum, frame):  # pyspark's own handler would call into py4j from inside a py4j call
+            if stop.is_set():
+                raise KeyboardInterrupt
+            stop.set()
+            print("replemu: stopping: cancelling the running level (Ctrl-C again to quit at once)", file=sys.stderr, flush=True)
+            threading.Thread(target=spark.sparkContext.cancelAllJobs, daemon=True).start()
+
+        signal.signal(signal.SIGINT, on_sigint)
+    try:
+        results = explore(req, out=sys.stderr if args.json else sys.stdout, spark=spark, stop=stop)
+    except WorkDirError as exc:  # both engines' work directories
+        return fail(f"replemu: error: {exc}")
+    finally:
+        if spark is not None:
+            if stop.is_set():  # let the cancelled tasks wind down: stopping under them makes the JVM print errors
+                tracker, waited = spark.sparkContext.statusTracker(), 0.0
+                while (tracker.getActiveJobsIds() or tracker.getActiveStageIds()) and waited < 15:
+                    time.sleep(0.25)
+                    waited += 0.25
+                time.sleep(1)
+            spark.stop()
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else {"format": 1, "protocol": "all", "runs": results}, indent=1))
+    return EXIT_OK

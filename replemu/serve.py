@@ -24,11 +24,12 @@ paths, backslashes and NUL bytes are refused, the joined path is checked with we
 ``safe_join`` and then resolved (symbolic links included) and must still lie in OUTPUT_DIR.
 The server binds to 127.0.0.1 unless told otherwise; bound to a loopback address it also
 refuses requests whose Host header is not a loopback name (a page on another site cannot
-reach it by DNS rebinding).
+reach it by DNS rebinding).  ``cmd_serve`` is the command.
 """
 
 from __future__ import annotations
 
+import argparse
 import errno
 import ipaddress
 import json
@@ -43,6 +44,7 @@ from urllib.parse import quote
 
 from emulator.invariants import INVARIANT_NAMES
 
+from .cli_common import fail
 from .dashboard import STATUSES, RunReader, asset_text, inside, page_html, stream_run_dirs
 
 POLL_MS = 2000
@@ -349,3 +351,14 @@ def serve(output_dir: str | Path, host: str = "127.0.0.1", port: int = 8050, out
         server.server_close()
     print("replemu serve: stopped", file=out, flush=True)
     return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        port = int(args.port)
+    except ValueError:
+        return fail(f"replemu: error: --port {args.port[:40]!r}: not an integer")
+    try:
+        return serve(args.output, host=args.host, port=port)
+    except ServeError as exc:
+        return fail(f"replemu: error: {exc}")

@@ -149,7 +149,7 @@ def test_replemu_state_of_a_missing_or_empty_checkpoint_is_a_clear_error(tmp_pat
 def test_a_new_checkpoint_gets_the_masters_cores_as_state_partitions_and_a_restart_reads_them_back(tmp_path, capsys):
     from argparse import Namespace
 
-    from replemu.cli import _shuffle_partitions
+    from replemu.stream import _shuffle_partitions
 
     def chosen(master, flag=None, remote=None, ck=tmp_path / "new"):
         return _shuffle_partitions(Namespace(checkpoint=str(ck), master=master, shuffle_partitions=flag, remote=remote))

@@ -1,0 +1,161 @@
+"""``replemu run``: scenario files replayed through the core, in this process (no Spark), and
+what goes with it: ``replemu export`` writes a result's replicas as Kafka log directories,
+``replemu inspect`` reads such directories back (``run --from-dirs`` starts from them), and
+``replemu steps`` prints the table of step kinds (docs/steps.md).  The human output is
+``replemu.report``'s.
+
+Not ``replemu/run.py``: ``replemu.run`` is the public API's function, and importing a submodule
+of the same name would put the module in its place on the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
+from scenario_io.yaml_files import load_scenario
+
+from . import report
+from .cli_common import EXIT_CHECK_FAILED, EXIT_OK, fail, output_problem
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        scenarios = [load_scenario(path) for path in args.files]  # validate everything first
+        initial: list = [None] * len(scenarios)  # seeders of replica files, read once, checked against the replicas
+        if args.from_dirs or any(s.initial_state for s in scenarios):
+            from emulator import Replay, variant_named
+            from scenario_io.kafka_logs import seeder_for
+
+            for i, s in enumerate(scenarios):
+                try:
+                    initial[i] = seeder_for(s.initial_state, args.from_dirs)
+                    if initial[i]:
+                        initial[i](Replay(s.replicas, s.config, variant_named("kip320")))  # checks the broker ids
+                except ScenarioError:
+                    raise
+                except ValueError as exc:  # ReplicaDirError
+                    return fail(f"replemu: invalid initial state of {s.source}: {exc}")
+    except ScenarioError as exc:
+        return fail(f"replemu: invalid scenario: {exc}")
+    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    human = not args.json
+    results, failures = [], []
+    for scenario, files in zip(scenarios, initial):
+        for protocol in protocols:
+            wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
+            result = run_scenario(scenario, protocol, trace=args.trace or wants_trace or (human and not args.summary),
+                                  prepare=files, knobs=args.knobs)
+            if human:
+                _print_human(scenario, result, args.summary)
+            if args.check:
+                expect = scenario.expect.get(protocol)
+                problems = report.check_expectation(result, expect)
+                status = "no expectation" if expect is None else ("agrees" if not problems else "DISAGREES")
+                print(f"check {scenario.source} --protocol {protocol}: {status}", file=sys.stderr if args.json else sys.stdout)
+                for p in problems:
+                    print(f"  - {p}", file=sys.stderr if args.json else sys.stdout)
+                if problems:
+                    failures.append((scenario.name, protocol))
+            if not args.trace:
+                result.pop("trace", None)
+            results.append(result)
+    if args.json:
+        print(dumps(results[0] if len(results) == 1 else results))
+    elif len(protocols) > 1 or len(scenarios) > 1:
+        print()
+        print(report.matrix(results, protocols))
+    return EXIT_CHECK_FAILED if failures else EXIT_OK
+
+
+def _print_human(scenario, result, summary: bool) -> None:
+    if not summary:
+        print(f"== {scenario.name} under {result['protocol']} ({scenario.source}) ==")
+        if scenario.description:
+            print(scenario.description)
+        print()
+        print(report.step_table(result))
+        print()
+        print(report.final_logs(result))
+        print()
+    print(report.verdict(result))
+    if not summary:
+        print()
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    import json
+
+    from emulator.result import ResultFormatError, check_result_document
+    from scenario_io.kafka_logs import export_result
+
+    try:
+        data = json.loads(open(args.result, encoding="utf-8").read())
+    except (OSError, ValueError) as exc:
+        return fail(f"replemu: error: {args.result}: not a readable result JSON file ({exc})")
+    try:
+        results = check_result_document(data, args.result)
+    except ResultFormatError as exc:
+        return fail(f"replemu: error: {exc}")
+    from pathlib import Path
+
+    problem = output_problem(args.to, "--to")
+    if problem:
+        return fail(f"replemu: error: {problem}")
+    for r in results:
+        target = Path(args.to) if len(results) == 1 else Path(args.to) / f"{r['scenario']}-{r['protocol']}"
+        for d in export_result(r, target):
+            print(f"wrote {d}")
+    return EXIT_OK
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """Every replica as Kafka's log recovery would load it, its findings under it, then where
+    the replicas diverge.  Findings are results (exit 0); a path that is not a readable replica
+    directory is an error (exit 2, one line)."""
+    from scenario_io.kafka_logs import (HW_CHECKPOINT, LEADER_EPOCH_CHECKPOINT, ReplicaDirError, divergence,
+                                        find_replica_dirs, read_replica_dir, truncation_outcomes)
+
+    try:
+        reps = [read_replica_dir(d, recover=True) for root in args.dirs for d in find_replica_dirs(root)]
+    except ReplicaDirError as exc:
+        return fail(f"replemu: error: {exc}")
+    for r in reps:
+        if LEADER_EPOCH_CHECKPOINT in r.unreadable:
+            epochs = "unreadable (empty)"
+        else:
+            epochs = " ".join(f"({e},{s})" for e, s in r.epoch_cache) or "[]"
+        hw = f"HW unreadable ({r.hw})" if HW_CHECKPOINT in r.unreadable else f"HW {r.hw}"
+        rp = f", recovery point {r.recovery_point}" if r.recovery_point is not None else ""
+        n = len(r.findings)
+        state = "no findings" if not n else f"{n} finding{'s' if n > 1 else ''}"
+        print(f"broker {r.broker} {r.topic}-{r.partition} ({r.path}): LEO {r.leo}, {hw}{rp}, epochs {epochs}, "
+              f"{len(r.batches)} valid batch{'es' if len(r.batches) != 1 else ''}, {state}")
+        for f in r.findings:
+            print(f"  finding: {f}")
+    for i, a in enumerate(reps):
+        for b in reps[i + 1:]:
+            d = divergence(a, b)
+            where = (f"diverge at offset {d['offset']}: broker {a.broker} has epoch {d['epochs'][0]} ({d['values'][0]!r}), "
+                     f"broker {b.broker} epoch {d['epochs'][1]} ({d['values'][1]!r})") if d else "agree on their common prefix"
+            print(f"brokers {a.broker} and {b.broker} {where}")
+            if a.broker == b.broker:
+                print(f"  no truncation outcomes: both directories are broker {a.broker}'s")
+                continue
+            for leader, follower in ((a, b), (b, a)):
+                try:
+                    outcome = truncation_outcomes(leader, follower)
+                except ReplicaDirError as exc:
+                    print(f"  if {leader.broker} leads: no truncation outcomes ({exc})")
+                    continue
+                told = ", ".join(f"{v}: {'keeps' if n == follower.leo else 'truncates to'} {n}" for v, n in outcome.items())
+                print(f"  if {leader.broker} leads, follower {follower.broker} (LEO {follower.leo}) -> {told}")
+    return EXIT_OK
+
+
+def cmd_steps(args: argparse.Namespace) -> int:
+    from emulator.steps import steps_markdown
+
+    print(steps_markdown(), end="")
+    return EXIT_OK

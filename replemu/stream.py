@@ -1,0 +1,274 @@
+"""``replemu stream``, ``replemu state`` and ``replemu results``: the Spark Structured Streaming
+job as a command (docs/cluster.md).
+
+The job itself is the ``streaming`` package (``streaming.job.run_stream``: the query, its sink
+and its checkpoint); this module is the application around it: every argument checked before
+Spark starts (a typo costs no JVM), the checkpoint and output claimed and their identity
+checked, one query per variant for ``--protocol all``, SIGINT/SIGTERM finishing the running
+micro-batch, and Spark's failures told in one line.  ``state`` reads partitions' state back
+from a checkpoint, ``results`` a stream's outputs.  Spark is imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from emulator import VARIANT_NAMES, dumps
+from emulator.bounds import short_list
+from streaming.storage import is_uri, join
+
+from .cli_common import EXIT_FAILED, EXIT_OK, fail
+
+
+def _input_problem(path: str | None, drains: bool) -> str | None:
+    """Why ``--input`` cannot be read by the job; None when it can."""
+    from pathlib import Path
+
+    if path is None:
+        return "give --input DIR or --workload PROFILE"
+    if is_uri(path):
+        return None  # a Hadoop filesystem: Spark reads it (and says so when it cannot)
+    p = Path(path)
+    if not p.is_dir():
+        return f"--input {path}: {'is not a directory' if p.exists() else 'does not exist'} (or give --workload)"
+    if not os.access(p, os.R_OK | os.X_OK):
+        return f"--input {path}: not readable"
+    if drains and not any(not c.name.startswith((".", "_")) and c.is_file() for c in p.iterdir()):
+        return (f"--input {path}: holds no event files (names starting with . or _ are ignored), so a run that "
+                f"drains its input has nothing to do; write files with replemu compile, or use --trigger processing-time=… to wait for them")
+    return None
+
+
+def cmd_stream(args: argparse.Namespace) -> int:
+    from scenario_io.profiles import load_profiles
+    from streaming.checkpoint import CheckpointError, claim_run, run_identity
+    from streaming.session import master_problem, remote_problem, remote_unreachable
+    from streaming.triggers import TriggerError, parse_trigger
+    from streaming.workload_source import workload_options
+
+    # Everything is checked before Spark starts: a typo costs no JVM.
+    try:
+        trigger = parse_trigger(args.trigger)
+    except TriggerError as exc:
+        return fail(f"replemu: error: {exc}")
+    if args.master is not None and master_problem(args.master):
+        return fail(f"replemu: error: {master_problem(args.master)}")
+    if args.remote is not None and remote_problem(args.remote):
+        return fail(f"replemu: error: {remote_problem(args.remote)}")
+    if args.remote is not None and args.master is not None:
+        return fail("replemu: error: give --master (a driver here) or --remote (a Spark Connect server), not both")
+    if "PYSPARK_GATEWAY_PORT" in os.environ and (args.master or args.remote):
+        return fail("replemu: error: under spark-submit the master is spark-submit's --master: drop replemu's "
+                    f"{'--master' if args.master else '--remote'}")
+    if args.protocol == "all" and not trigger.drains:
+        return fail("replemu: error: --protocol all runs the variants one after the other, so under a processing-time "
+                    "trigger, which never ends, only the first would run; start one stream per variant (each with its "
+                    "own --output and --checkpoint), or use --trigger available-now")
+    workload = None
+    if args.workload:
+        if args.input or args.partitions is None or args.seed is None:
+            return fail("replemu: error: --workload needs --partitions and --seed, and no --input")
+        profiles = load_profiles()
+        if args.workload not in profiles:
+            return fail(f"replemu: error: unknown profile {args.workload[:80]!r} (known: {', '.join(profiles)})")
+        if trigger.drains and args.max_steps is None:
+            return fail("replemu: error: a workload stream with --trigger available-now/once needs --max-steps")
+        workload = workload_options(profiles[args.workload], args.seed, args.partitions, args.steps_per_batch, args.max_steps)
+    else:
+        for flag in ("partitions", "seed", "max_steps"):
+            if getattr(args, flag) is not None:
+                return fail(f"replemu: error: --{flag.replace('_', '-')} goes with --workload")
+        problem = _input_problem(args.input, trigger.drains)
+        if problem:
+            return fail(f"replemu: error: {problem}")
+
+    def claim(spark=None):
+        """Lock the checkpoint and output, check the identity (CheckpointError when refused), say what runs."""
+        args.shuffle_partitions = _shuffle_partitions(args, spark)
+        identity = run_identity(protocol=args.protocol, knobs=args.knobs, input_dir=None if workload else args.input,
+                                workload=workload, shuffle_partitions=args.shuffle_partitions,
+                                state_store=args.state_store, compact_min_records=args.compact_min_records,
+                                gap_timeout_ms=args.gap_timeout_ms)
+        held = claim_run(args.checkpoint, args.output, identity, tuple(args.allow_change), spark=spark)
+        for note in held.notes:
+            print(f"replemu stream: {note}", flush=True)
+        print(f"replemu stream: {args.shuffle_partitions} state partitions (spark.sql.shuffle.partitions, fixed for the "
+              f"checkpoint's life)", flush=True)
+        if workload is not None:
+            print(f"workload: seed {args.seed}, profile {args.workload}, {args.partitions} partitions, "
+                  f"{args.steps_per_batch} steps per partition per batch, max {args.max_steps or 'unbounded'}", flush=True)
+        return held
+
+    if args.remote is not None and remote_unreachable(args.remote):  # before the checkpoint is touched
+        return fail(f"replemu: {remote_unreachable(args.remote)}", status=EXIT_FAILED)
+    if is_uri(args.checkpoint) or is_uri(args.output):  # a Hadoop filesystem: reached through the driver's JVM
+        return _run_stream_queries(args, trigger, workload, claim=claim)
+    try:
+        held = claim()  # plain paths: checked and locked before Spark starts
+    except CheckpointError as exc:
+        return fail(f"replemu: error: {exc}")
+    with held:
+        return _run_stream_queries(args, trigger, workload)
+
+
+def _shuffle_partitions(args: argparse.Namespace, spark=None) -> int:
+    """The checkpoint's state partitions: as recorded when it was created (a different
+    --shuffle-partitions is then refused by the identity check), else --shuffle-partitions, else
+    the cores of the master."""
+    from streaming.checkpoint import CheckpointError, read_identity
+    from streaming.session import master_cores, read_spark_conf
+    from streaming.storage import StoreError, open_store
+
+    try:
+        doc = read_identity(open_store(args.checkpoint, spark))
+    except StoreError as exc:
+        raise CheckpointError(str(exc)) from None
+    recorded = doc["identity"].get("shuffle_partitions") if doc else None
+    if args.shuffle_partitions is not None or recorded is not None:
+        return args.shuffle_partitions if args.shuffle_partitions is not None else int(recorded)
+    if getattr(args, "remote", None) or "PYSPARK_GATEWAY_PORT" in os.environ:
+        where = "through Spark Connect" if getattr(args, "remote", None) else "under spark-submit"
+        raise CheckpointError(f"--checkpoint {args.checkpoint} is new and its number of state partitions is fixed for its "
+                              f"life: give --shuffle-partitions N when starting it {where} (about 2-3x the cluster's cores)")
+    master = args.master or read_spark_conf().get("spark.master", "local[*]")
+    cores = master_cores(master)
+    if cores is None:
+        raise CheckpointError(f"--checkpoint {args.checkpoint} is new and its number of state partitions is fixed for its "
+                              f"life: give --shuffle-partitions N for --master {master} (about 2-3x the cluster's cores)")
+    return cores
+
+
+def _graceful_stop():
+    """SIGINT (Ctrl-C) or SIGTERM: finish the running micro-batch, then stop; a second one stops now.
+
+    Returns the event the job watches and a function restoring the previous handlers."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+
+    def on_signal(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(f"replemu stream: {signal.Signals(signum).name}: stopping after the running micro-batch "
+              f"(send it again to stop at once)", file=sys.stderr, flush=True)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    return stop, lambda: [signal.signal(sig, handler) for sig, handler in previous.items()]
+
+
+def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None) -> int:
+    """Run the query (one per variant for --protocol all); ``claim`` (checkpoint or output on a
+    Hadoop filesystem) locks them once Spark runs."""
+    from expectations.suites import ExpectationsObserver
+    from streaming.job import run_stream
+    from streaming.session import SessionError, build_spark, describe_session
+
+    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    try:
+        spark = build_spark(args.master, ui=not args.no_spark_ui, remote=args.remote)
+    except SessionError as exc:
+        return fail(f"replemu: {exc}", status=EXIT_FAILED)
+    print(f"replemu stream: {describe_session(spark)}", flush=True)
+    stop, restore = _graceful_stop()
+    held = None
+    try:
+        if claim is not None:
+            from streaming.checkpoint import CheckpointError
+
+            try:
+                held = claim(spark)
+            except CheckpointError as exc:
+                return fail(f"replemu: error: {exc}")
+        for protocol in protocols:
+            if stop.is_set():
+                break
+            output = join(args.output, protocol) if args.protocol == "all" else args.output
+            checkpoint = join(args.checkpoint, protocol) if args.protocol == "all" else args.checkpoint
+            print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
+            try:
+                stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
+                                   max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms,
+                                   spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(),
+                                   knobs=args.knobs, state_store=args.state_store, stop=stop,
+                                   shuffle_partitions=args.shuffle_partitions)
+            except Exception as exc:  # the query failed: Spark's error, first lines only
+                if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j", "grpc"):
+                    raise
+                text = str(exc).strip().splitlines()
+                return fail(f"replemu: the streaming query failed (protocol {protocol}): {text[0][:300] if text else type(exc).__name__}\n"
+                            f"the checkpoint {checkpoint} holds every committed micro-batch; fix the cause and restart the same "
+                            f"command to continue", status=EXIT_FAILED)
+            print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,log,summary,violations,losses,errors,quarantine}}; "
+                  f"read them with: replemu results {output}", flush=True)
+            if stop.is_set():
+                print(f"stopped: every committed micro-batch is in the checkpoint {args.checkpoint}; "
+                      f"continue with the same command", flush=True)
+    finally:
+        if held is not None:
+            held.release()
+        restore()
+        spark.stop()
+    return EXIT_OK
+
+
+def checkpoint_problem(path: str) -> str | None:
+    """Why ``path`` is not a stream checkpoint with a committed micro-batch (None when it is)."""
+    from pathlib import Path
+
+    if is_uri(path):
+        return None  # a Hadoop filesystem: Spark's statestore reader says what is wrong with it
+    p = Path(path)
+    if not p.is_dir():
+        return f"{path}: {'is not a directory' if p.exists() else 'does not exist'}; give a --checkpoint directory of replemu stream"
+    if not (p / "offsets").is_dir():
+        per_variant = sorted(c.name for c in p.iterdir() if (c / "offsets").is_dir()) if os.access(p, os.R_OK | os.X_OK) else []
+        if per_variant:
+            return f"{path}: holds one checkpoint per variant ({', '.join(per_variant)}); give one of them, e.g. {p / per_variant[0]}"
+        return f"{path}: not a stream checkpoint (no offsets/); give a --checkpoint directory of replemu stream"
+    commits = p / "commits"
+    if not commits.is_dir() or not any(c.name.isdigit() for c in commits.iterdir()):
+        return f"{path}: the stream has not committed a micro-batch yet, so there is no state to show"
+    return None
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    problem = checkpoint_problem(args.checkpoint)
+    if problem:
+        return fail(f"replemu: error: {problem}")
+    if args.master is not None:
+        from streaming.session import master_problem
+
+        if master_problem(args.master):
+            return fail(f"replemu: error: {master_problem(args.master)}")
+    from streaming.job import read_partition_states
+    from streaming.session import build_spark
+
+    spark = build_spark(args.master)
+    try:
+        every = read_partition_states(spark, args.checkpoint)
+    finally:
+        spark.stop()
+    states = [s for s in every if (args.topic is None or s["topic"] == args.topic) and (args.partition is None or s["partition"] == args.partition)]
+    if not states and (args.topic is not None or args.partition is not None):
+        known = [f"{s['topic']}/{s['partition']}" for s in every]
+        return fail(f"replemu: error: no partition matches --topic {args.topic} --partition {args.partition} "
+                    f"in {args.checkpoint} (it holds {len(known)}: {short_list(known)})")
+    print(dumps(states))
+    return EXIT_OK
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from streaming.results import ResultsError, read_results, summary_text
+
+    try:
+        if args.json:
+            print(dumps(read_results(args.output)))
+        else:
+            print(summary_text(args.output))
+    except ResultsError as exc:
+        return fail(f"replemu: error: {exc}")
+    return EXIT_OK
