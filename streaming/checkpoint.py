@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .schemas import STATE_SCHEMA_VERSION
 
 IDENTITY_FILE = "replemu-identity.json"
 LOCK_FILE = "replemu.lock"
@@ -89,7 +88,7 @@ def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str 
         "state_store": state_store or "hdfs",
         "compact_min_records": compact_min_records,
         "gap_timeout_ms": gap_timeout_ms,
-        "state_schema_version": STATE_SCHEMA_VERSION,
+        "state_schema_version": _state_schema_version(),
     }
 
 
@@ -330,3 +329,12 @@ def _check_identity(ck, out, identity: dict[str, Any], allow: tuple[str, ...], c
         doc["identity"] = identity
         _write_identity(ck, doc)
         claim.notes.append(f"checkpoint {checkpoint_dir}: allowed changes of {', '.join(differences)} recorded in {IDENTITY_FILE}")
+
+
+def _state_schema_version() -> int:
+    """``streaming.schemas.STATE_SCHEMA_VERSION``, imported when an identity is built: the schemas
+    import pyspark, which ``replemu --help`` and ``replemu run`` (which import this module for
+    ``--allow-change``'s help) must not pay for."""
+    from .schemas import STATE_SCHEMA_VERSION
+
+    return STATE_SCHEMA_VERSION

@@ -126,3 +126,19 @@ def test_missing_file_and_bad_protocol_exit_2(tmp_path):
     assert missing.returncode == 2 and "nope.yaml: cannot read" in missing.stderr
     bad = replemu("run", SEED1, "--protocol", "kip999")
     assert bad.returncode == 2 and "invalid choice: 'kip999'" in bad.stderr
+
+
+def test_run_and_help_do_not_load_spark():
+    """``replemu run`` and ``--help`` answer without importing pyspark (its import alone costs
+    0.1-0.3 s on every command)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, contextlib, io\nfrom replemu.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['run', 'replemu/scenarios/s1-kip101-scenario-1.yaml', '--json'])\n"
+            "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
