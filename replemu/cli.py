@@ -124,6 +124,23 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--partition", type=int)
     state.add_argument("--master", default=None)
 
+    ck = sub.add_parser("checkpoint", help="check a stream's checkpoint, or roll it back to its last whole micro-batch "
+                                           "(docs/checkpoints.md)")
+    ck_sub = ck.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    ck_check = ck_sub.add_parser("check", help="read-only: the run identity, the last committed micro-batch and every "
+                                               "broken file with its micro-batch; exit 0 when whole, 1 when not")
+    ck_check.add_argument("checkpoint", metavar="CHECKPOINT_DIR", help="a --checkpoint of replemu stream (a path or a "
+                                                                       "Hadoop URI)")
+    ck_check.add_argument("--full", action="store_true", help="decode every state file, not only those a restart reads")
+    ck_check.add_argument("--json", action="store_true", help="print the report as JSON")
+    ck_repair = ck_sub.add_parser("repair", help="roll the checkpoint back to its last micro-batch whose offsets, commit "
+                                                 "and state are whole, moving what it takes away into "
+                                                 "CHECKPOINT_DIR.repair-<UTC time>/ (nothing is deleted)")
+    ck_repair.add_argument("checkpoint", metavar="CHECKPOINT_DIR", help="a --checkpoint of replemu stream (a path or a "
+                                                                        "Hadoop URI); no job may be running on it")
+    ck_repair.add_argument("--dry-run", action="store_true", help="say what would move and which batches would run "
+                                                                  "again; change nothing")
+
     dash = sub.add_parser("dashboard", help="write a self-contained HTML dashboard of stream outputs or run results")
     dash.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_RESULT_JSON")
     dash.add_argument("--output", default="dashboard", metavar="DIR", help="directory for dashboard.html (default ./dashboard)")
@@ -246,7 +263,7 @@ def _size(text: str) -> int:
 COMMANDS = {
     "run": "replay", "export": "replay", "inspect": "replay", "steps": "replay",
     "compile": "compile",
-    "stream": "stream", "state": "stream", "results": "stream",
+    "stream": "stream", "state": "stream", "results": "stream", "checkpoint": "stream",
     "dashboard": "dashboard", "serve": "serve",
     "campaign": "campaign", "shrink": "campaign",
     "explore": "explore",

@@ -272,3 +272,59 @@ def cmd_results(args: argparse.Namespace) -> int:
     except ResultsError as exc:
         return fail(f"replemu: error: {exc}")
     return EXIT_OK
+
+
+def cmd_checkpoint(args: argparse.Namespace) -> int:
+    """``replemu checkpoint check CK`` (exit 0 whole, 1 not) and ``replemu checkpoint repair CK``
+    (exit 0 whole afterwards, 1 when a problem is left that a roll-back cannot mend): see
+    streaming/checkpoint_check.py.  A local path is read without Spark; a Hadoop URI through the
+    driver's JVM."""
+    import json
+
+    from streaming.checkpoint import CheckpointError
+    from streaming.checkpoint_check import (apply_repair, format_plan, format_report, inspect_checkpoint, plan_repair,
+                                            report_dict, utc_stamp)
+    from streaming.storage import StoreError, open_store
+
+    from .cli_common import EXIT_CHECK_FAILED
+
+    if not is_uri(args.checkpoint):
+        from pathlib import Path
+
+        p = Path(args.checkpoint)
+        if not p.is_dir():
+            return fail(f"replemu: error: {p}: {'is not a directory' if p.exists() else 'does not exist'}; give a "
+                        f"--checkpoint directory of replemu stream")
+        if not any((p / name).exists() for name in ("offsets", "commits", "metadata", "state")):
+            per_variant = sorted(c.name for c in p.iterdir() if (c / "offsets").is_dir())
+            if per_variant:
+                return fail(f"replemu: error: {p}: holds one checkpoint per variant ({', '.join(per_variant)}); give "
+                            f"one of them, e.g. {p / per_variant[0]}")
+            return fail(f"replemu: error: {p}: not a stream checkpoint (no offsets/, commits/, metadata or state/)")
+    spark = None
+    try:
+        if is_uri(args.checkpoint):
+            from streaming.session import build_spark
+
+            spark = build_spark(None)
+        store = open_store(args.checkpoint, spark)
+        try:
+            report = inspect_checkpoint(store, full=getattr(args, "full", False))
+        except StoreError as exc:
+            return fail(f"replemu: error: {exc}")
+        if args.action == "check":
+            print(json.dumps(report_dict(report), indent=2) if args.json else format_report(report), end="\n" if args.json else "")
+            return EXIT_OK if report.whole else EXIT_CHECK_FAILED
+        plan = plan_repair(report)
+        if not plan.changes or args.dry_run:
+            print(format_plan(plan), end="")
+            return EXIT_OK if not plan.unrepaired else EXIT_CHECK_FAILED
+        try:
+            folder = apply_repair(plan, store, utc_stamp())
+        except CheckpointError as exc:
+            return fail(f"replemu: error: {exc}")
+        print(format_plan(plan, folder, done=True), end="")
+        return EXIT_OK if not plan.unrepaired else EXIT_CHECK_FAILED
+    finally:
+        if spark is not None:
+            spark.stop()
