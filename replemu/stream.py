@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from emulator import VARIANT_NAMES, dumps
 from emulator.bounds import short_list
@@ -167,10 +168,15 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
     from streaming.job import run_stream
     from streaming.session import SessionError, build_spark, describe_session
 
+    from streaming import jvm_output
+
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    debug = bool(os.environ.get("REPLEMU_DEBUG"))
+    jvm_output.hold_until_log(echo=debug)  # the JVM's chatter goes to the log, once the run is claimed
     try:
         spark = build_spark(args.master, ui=not args.no_spark_ui, remote=args.remote)
     except SessionError as exc:
+        jvm_output.log_to(None)
         return fail(f"replemu: {exc}", status=EXIT_FAILED)
     print(f"replemu stream: {describe_session(spark)}", flush=True)
     stop, restore = _graceful_stop()
@@ -182,7 +188,10 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
             try:
                 held = claim(spark)
             except CheckpointError as exc:
+                jvm_output.log_to(None)
                 return fail(f"replemu: error: {exc}")
+        log = jvm_output.LogFile(log_path(args.output))
+        jvm_output.log_to(log, echo=debug)
         for protocol in protocols:
             if stop.is_set():
                 break
@@ -195,13 +204,25 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
                                    spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(),
                                    knobs=args.knobs, state_store=args.state_store, stop=stop,
                                    shuffle_partitions=args.shuffle_partitions)
-            except Exception as exc:  # the query failed: Spark's error, first lines only
-                if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j", "grpc"):
+            except Exception as exc:  # the query failed: one line for the cause, every trace in the log
+                if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j", "grpc") and not isinstance(exc, OSError):
                     raise
-                text = str(exc).strip().splitlines()
-                return fail(f"replemu: the streaming query failed (protocol {protocol}): {text[0][:300] if text else type(exc).__name__}\n"
-                            f"the checkpoint {checkpoint} holds every committed micro-batch; fix the cause and restart the same "
-                            f"command to continue", status=EXIT_FAILED)
+                from streaming.failures import explain, failure_text
+
+                text = failure_text(exc)
+                log.write(f"replemu: the streaming query failed (protocol {protocol}):\n{text}\n")
+                if debug:
+                    print(text, file=sys.stderr)
+                lines = explain(text if not isinstance(exc, OSError) else exc).lines(
+                    protocol, checkpoint, output, None if log.lost else str(log.path))
+                if log.lost:  # the output's disk is full: the traces go where there is room
+                    import tempfile
+
+                    spare = jvm_output.LogFile(Path(tempfile.gettempdir()) / "replemu-logs" / f"failed-{os.getpid()}.log")
+                    spare.write(f"replemu: the streaming query failed (protocol {protocol}):\n{text}\n")
+                    lines.append(f"replemu: the log {log.path} could not be written; every trace is in "
+                                 f"{spare.path if not spare.lost else 'no file either (REPLEMU_DEBUG=1 prints them)'}")
+                return fail("\n".join(lines), status=EXIT_FAILED)
             print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,log,summary,violations,losses,errors,quarantine}}; "
                   f"read them with: replemu results {output}", flush=True)
             if stop.is_set():
@@ -212,7 +233,23 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
             held.release()
         restore()
         spark.stop()
+        jvm_output.log_to(None)  # what the JVM says from here on (nothing, normally) goes to the terminal
     return EXIT_OK
+
+
+LOG_FILE = "replemu.log"
+
+
+def log_path(output: str):
+    """The job's log: ``OUTPUT/logs/replemu.log`` (rotated: ``.1`` … ``.3``); for an output on a
+    Hadoop filesystem, a local folder named after it under the temporary directory."""
+    import re
+    import tempfile
+    from pathlib import Path
+
+    if is_uri(output):
+        return Path(tempfile.gettempdir()) / "replemu-logs" / re.sub(r"[^A-Za-z0-9._-]+", "_", output) / LOG_FILE
+    return Path(output) / "logs" / LOG_FILE
 
 
 def checkpoint_problem(path: str) -> str | None:

@@ -60,17 +60,100 @@ class ShutdownNoise:
         return self._flush() if self._in_traceback else []
 
 
+class LogFile:
+    """A text log that rotates: past ``max_bytes`` the file becomes ``NAME.1`` (``.1`` becomes
+    ``.2`` ... up to ``backups``) and a new one starts.  Lines from several threads (the JVM's
+    stderr pump, the failing query) are written whole."""
+
+    def __init__(self, path, max_bytes: int = 10 << 20, backups: int = 3) -> None:
+        import threading
+        from pathlib import Path
+
+        self.path, self.max_bytes, self.backups = Path(path), max_bytes, backups
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._file = None
+        self.lost = 0  # writes that failed (a full or vanished disk)
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            try:
+                if self._file is None:
+                    self._file = open(self.path, "a", encoding="utf-8")
+                if self._file.tell() + len(text) > self.max_bytes and self._file.tell():
+                    self._rotate()
+                self._file.write(text)
+                self._file.flush()
+            except OSError:  # the disk is full or gone: the log is the one thing that may be lost
+                self.lost += 1
+
+    def _rotate(self) -> None:
+        import os
+
+        self._file.close()
+        for n in range(self.backups - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{n}")
+            if older.exists():
+                os.replace(older, self.path.with_name(f"{self.path.name}.{n + 1}"))
+        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+class _Route:
+    """Where the JVM's output goes: the terminal (stderr), or a ``LogFile`` and, with ``echo``, the
+    terminal too.  Lines printed before a log is set are held and written to it when it is."""
+
+    def __init__(self) -> None:
+        self.log: LogFile | None = None
+        self.echo = True
+        self.held: list[str] | None = None  # hold_until_log(): lines waiting for the log
+
+    def write(self, line: str) -> None:
+        if self.log is not None:
+            self.log.write(line)
+        elif self.held is not None:
+            self.held.append(line)
+        if self.echo or (self.log is None and self.held is None):
+            out = sys.__stderr__
+            out.write(line)
+            out.flush()
+
+
+ROUTE = _Route()
+
+
+def log_to(log: LogFile | None, echo: bool = False) -> None:
+    """Send the JVM's output (and what its Python workers print) to ``log``; ``echo``: to the
+    terminal as well (``REPLEMU_DEBUG=1``).  ``None``: back to the terminal."""
+    held = ROUTE.held or []
+    ROUTE.log, ROUTE.echo, ROUTE.held = log, echo or log is None, None
+    for line in held:
+        if log is not None:
+            log.write(line)
+        elif not echo:  # no log after all: what was held goes where it would have gone
+            sys.__stderr__.write(line)
+
+
+def hold_until_log(echo: bool = False) -> None:
+    """Keep the JVM's output from the terminal until ``log_to`` names the log (the job knows its
+    log only once its session runs and its output is claimed)."""
+    ROUTE.held, ROUTE.echo = [], echo
+
+
 def pump_jvm_stderr(stream) -> None:
-    """Copy the JVM's stderr (its own and its Python processes') to ours, less ``ShutdownNoise``."""
+    """Copy the JVM's stderr (its own and its Python processes') to ``ROUTE``, less ``ShutdownNoise``."""
     noise = ShutdownNoise()
-    out = sys.__stderr__
     try:
         for raw in iter(stream.readline, b""):
             for line in noise.feed(raw.decode("utf-8", "replace")):
-                out.write(line)
-            out.flush()
+                ROUTE.write(line)
         for line in noise.close():
-            out.write(line)
-        out.flush()
+            ROUTE.write(line)
     except (OSError, ValueError):  # our stderr is gone: nothing left to tell
         pass

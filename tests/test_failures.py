@@ -1,0 +1,104 @@
+"""A failed stream says what broke in a couple of lines a person can act on; every trace goes to
+the job's log file (issue 26, item 1)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from replemu.compile import compile_scenarios
+from streaming.failures import explain
+from streaming.job import run_stream
+from streaming.jvm_output import LogFile
+
+from conftest import BUNDLED, ROOT
+
+FILES = sorted(BUNDLED.glob("*.yaml"))
+
+
+def test_a_torn_offsets_file_names_the_file_and_the_repair(spark, tmp_path):
+    """The last ``offsets/N`` emptied, as a crash during its write leaves it: the cause is Spark's
+    innermost one, the file is named, and the way out is check + repair."""
+    compile_scenarios(FILES, tmp_path / "events", split=3)
+    run = lambda: run_stream(tmp_path / "events", tmp_path / "out", tmp_path / "ck", "kip320",  # noqa: E731
+                             max_files_per_trigger=1, spark=spark, quiet=True)
+    run()
+    (tmp_path / "ck" / "offsets" / "2").write_bytes(b"")
+    with pytest.raises(Exception) as caught:
+        run()
+    failure = explain(caught.value)
+    assert (failure.kind, failure.cause, failure.place) == ("checkpoint", "Incomplete log file", "the checkpoint's logs")
+    assert failure.path == str(tmp_path / "ck" / "offsets" / "2")
+    first, action = failure.lines("kip320", str(tmp_path / "ck"), str(tmp_path / "out"), "LOG")
+    assert first.endswith(f"Incomplete log file, reading the checkpoint's logs ({tmp_path / 'ck' / 'offsets' / '2'})")
+    assert f"replemu checkpoint repair {tmp_path / 'ck'}" in action and action.endswith("every trace is in LOG")
+
+
+def test_a_python_error_in_the_job_is_told_with_its_file_and_line():
+    from streaming.processor import process_batch
+    from streaming.state_codec import empty_state
+
+    with pytest.raises(Exception) as caught:  # a state whose held-back rows are not JSON
+        process_batch("t", 0, [], {**empty_state("kip320"), "waiting": b"not json"}, "kip320")
+    failure = explain(caught.value)
+    assert failure.kind == "python" and failure.cause.startswith("JSONDecodeError: ")
+    assert failure.path.startswith("streaming/processor.py:") and failure.path.endswith("in process_batch")
+    assert "a bug in replemu" in failure.lines("kip320", "ck", "out", "LOG")[1]
+
+
+def test_the_log_rotates_and_keeps_every_line(tmp_path):
+    log = LogFile(tmp_path / "logs" / "replemu.log", max_bytes=1000, backups=3)
+    lines = [f"line {i:04d} " + "x" * 40 + "\n" for i in range(60)]  # ~3,100 bytes: three rotations
+    for line in lines:
+        log.write(line)
+    log.close()
+    files = [tmp_path / "logs" / name for name in ("replemu.log.3", "replemu.log.2", "replemu.log.1", "replemu.log")]
+    assert all(f.stat().st_size <= 1000 for f in files)
+    assert "".join(f.read_text() for f in files) == "".join(lines)
+
+
+WORKLOAD = {"seed": 1, "partitions": 60, "steps_per_batch": 20, "max_steps": 160}  # 8 micro-batches
+
+
+def _stream(out: Path, ck: Path) -> subprocess.CompletedProcess:
+    flags = [a for k, v in WORKLOAD.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    return subprocess.run([sys.executable, "-m", "replemu", "stream", "--workload", "clean", *flags, "--output", str(out),
+                           "--checkpoint", str(ck), "--protocol", "kip320", "--no-spark-ui"], cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.mark.skipif(shutil.which("mount") is None or not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+                    reason="mounting a small tmpfs needs root")
+def test_a_full_disk_is_one_cause_and_after_more_space_the_same_command_finishes_identically(spark, tmp_path):
+    """Output and checkpoint on a 2 MB tmpfs: the job stops with exit 3 and two lines naming "No
+    space left on device" and what was being written, the traces in a log it names; grown to
+    64 MB, the same command finishes with the results of a run that never failed."""
+    from scenario_io.profiles import load_profiles
+    from streaming.results import read_results
+    from streaming.workload_source import workload_options
+
+    disk = tmp_path / "small"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], check=True)
+    try:
+        failed = _stream(disk / "out", disk / "ck")
+        assert failed.returncode == 3, failed.stderr[-2000:]
+        told = failed.stderr.strip().splitlines()
+        assert 2 <= len(told) <= 5, failed.stderr[-3000:]  # at most a GX line before the two
+        stopped = next(i for i, line in enumerate(told) if line.startswith("replemu: the stream stopped"))
+        assert "No space left on device, writing " in told[stopped]
+        assert "free space on the disk that holds" in told[stopped + 1] and "restart the same command" in told[stopped + 1]
+        assert "Traceback" not in failed.stderr and "\tat " not in failed.stderr
+        log = Path(told[-1].rsplit("every trace is in ", 1)[1])
+        assert "No space left on device" in log.read_text() and "Caused by" in log.read_text()  # kept for whoever digs
+        subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+        finished = _stream(disk / "out", disk / "ck")
+        assert finished.returncode == 0, finished.stderr[-2000:]
+        run_stream(None, tmp_path / "straight-out", tmp_path / "straight-ck", "kip320", spark=spark, quiet=True,
+                   workload=workload_options(load_profiles()["clean"], **WORKLOAD))
+        assert read_results(disk / "out") == read_results(tmp_path / "straight-out")
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
