@@ -16,4 +16,5 @@ if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1
     >/tmp/replemu-apt-prometheus.log 2>&1 \
     || echo "test: prometheus could not be installed (see /tmp/replemu-apt-prometheus.log); its test will be skipped"
 fi
-exec .venv/bin/python -m pytest "$@"
+# The slowest tests are listed at the end: CI has a 20-minute budget on a 2-core machine.
+exec .venv/bin/python -m pytest --durations=20 "$@"
