@@ -214,13 +214,19 @@ def tws_stream(spark, events_dir: Path, work: Path, protocol: str) -> list[float
     return durations([p for p in query.recentProgress if p["numInputRows"] > 0])
 
 
-def mode_throughput(spark, args, work: Path) -> None:
-    total = args.partitions * args.events
-    print(f"[throughput] seed {args.seed}  partitions {args.partitions}  events/partition {args.events}  total {total}  "
-          f"micro-batches {args.batches}  protocol {args.protocol}", flush=True)
+def _event_files(args, work: Path, mode: str, extra: str = "") -> list:
+    """The seeded scenarios of ``--partitions`` x ``--events``, written as ``--batches`` event files."""
+    print(f"[{mode}] seed {args.seed}  partitions {args.partitions}  events/partition {args.events}  "
+          f"total {args.partitions * args.events}  micro-batches {args.batches}  protocol {args.protocol}{extra}", flush=True)
     rng = random.Random(args.seed)
     scenarios = [parse_scenario(workload(k, args.events, rng)) for k in range(args.partitions)]
     write_event_files([scenario_rows(s) for s in scenarios], work / "events", split=args.batches)
+    return scenarios
+
+
+def mode_throughput(spark, args, work: Path) -> None:
+    total = args.partitions * args.events
+    scenarios = _event_files(args, work, "throughput")
     a = core_alone(scenarios, args.protocol)
     from streaming.job import run_stream
 
@@ -249,12 +255,7 @@ def mode_throughput(spark, args, work: Path) -> None:
 
 
 def mode_rows(spark, args, work: Path) -> None:
-    total = args.partitions * args.events
-    print(f"[rows] seed {args.seed}  partitions {args.partitions}  events/partition {args.events}  total {total}  "
-          f"micro-batches {args.batches}  protocol {args.protocol}  runs {args.runs} alternated", flush=True)
-    rng = random.Random(args.seed)
-    scenarios = [parse_scenario(workload(k, args.events, rng)) for k in range(args.partitions)]
-    write_event_files([scenario_rows(s) for s in scenarios], work / "events", split=args.batches)
+    _event_files(args, work, "rows", f"  runs {args.runs} alternated")
     from streaming.job import run_stream
 
     noop_stream(spark, work / "events", work / "ckpt-warm-up")

@@ -208,6 +208,19 @@ def xxh32(data: bytes, seed: int) -> int:
     return h ^ (h >> 16)
 
 
+def _lz4_length(src: bytes, i: int, nibble: int) -> tuple[int, int]:
+    """A length from its token nibble: 15 continues with bytes added until one below 255."""
+    length = nibble
+    if nibble == 15:
+        while True:
+            b = src[i]
+            i += 1
+            length += b
+            if b != 255:
+                break
+    return length, i
+
+
 def lz4_block_decompress(src: bytes, size: int) -> bytes:
     """One raw LZ4 block (no frame) to its ``size`` original bytes; ValueError when it is not one."""
     dst, i, n = bytearray(), 0, len(src)
@@ -215,14 +228,7 @@ def lz4_block_decompress(src: bytes, size: int) -> bytes:
         while True:
             token = src[i]
             i += 1
-            lit = token >> 4
-            if lit == 15:
-                while True:
-                    b = src[i]
-                    i += 1
-                    lit += b
-                    if b != 255:
-                        break
+            lit, i = _lz4_length(src, i, token >> 4)
             if i + lit > n:
                 raise ValueError("literals run past the block")
             dst += src[i:i + lit]
@@ -231,14 +237,7 @@ def lz4_block_decompress(src: bytes, size: int) -> bytes:
                 break
             offset = src[i] | (src[i + 1] << 8)
             i += 2
-            length = token & 15
-            if length == 15:
-                while True:
-                    b = src[i]
-                    i += 1
-                    length += b
-                    if b != 255:
-                        break
+            length, i = _lz4_length(src, i, token & 15)
             length += 4
             start = len(dst) - offset
             if offset == 0 or start < 0:
