@@ -17,13 +17,20 @@ def input_rows(progress: dict) -> int:
     return rows if rows is not None else sum(s.get("numInputRows") or 0 for s in progress.get("sources") or [])
 
 
+def input_unit(progress: dict) -> str:
+    """What a micro-batch's input rows are: event files for the file source (read whole, one row
+    each), events for the others."""
+    sources = progress.get("sources") or []
+    return "files" if sources and all("FileStreamSource" in (x.get("description") or "") for x in sources) else "rows"
+
+
 def print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
     batch_id = progress["batchId"]
     st = stats.get(batch_id)
     duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
     extra = (f", {st.partitions} partitions, {st.violations} violations, {st.quarantined} quarantined"
              if st else "")
-    print(f"batch {batch_id}: {input_rows(progress)} rows{extra}, {duration:.2f} s, "
+    print(f"batch {batch_id}: {input_rows(progress)} {input_unit(progress)}{extra}, {duration:.2f} s, "
           f"state {state_bytes(progress) / 1024:.0f} KiB", file=out, flush=True)
 
 
