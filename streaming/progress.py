@@ -30,7 +30,8 @@ def print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
     duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
     extra = (f", {st.partitions} partitions, {st.violations} violations, {st.quarantined} quarantined"
              if st else "")
-    print(f"batch {batch_id}: {input_rows(progress)} {input_unit(progress)}{extra}, {duration:.2f} s, "
+    n, unit = input_rows(progress), input_unit(progress)
+    print(f"batch {batch_id}: {n} {unit[:-1] if n == 1 else unit}{extra}, {duration:.2f} s, "
           f"state {state_bytes(progress) / 1024:.0f} KiB", file=out, flush=True)
 
 
