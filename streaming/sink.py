@@ -9,6 +9,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from streaming.storage import StoreError
+
+RUN_FILE = "run.json"  # written into OUTPUT by streaming.job before the first micro-batch
+
+
+VANISHED = "the output directory vanished while the stream ran"  # streaming.failures knows it by these words
+
+
+class OutputVanished(StoreError):
+    """OUTPUT was removed (or replaced) while the stream wrote into it: the outputs of the
+    micro-batches Spark has committed went with it, and Spark does not run those again."""
+
+
 @dataclass
 class BatchStats:
     batch_id: int
@@ -45,6 +58,7 @@ class ParquetSink:
     observer: BatchObserver | None = None
     store: Any = None
     _mirror: Any = None
+    _watch: bool | None = None  # OUTPUT held its run.json when this process first wrote a batch
 
     def __post_init__(self) -> None:
         from streaming.storage import LocalStore, Mirror
@@ -58,7 +72,18 @@ class ParquetSink:
     def observer_dir(self) -> Path:
         return self._mirror.local if self._mirror is not None else Path(self.output_dir)
 
+    def check_output(self, when: str) -> None:
+        """Raise ``OutputVanished`` when OUTPUT's ``run.json``, there when this process wrote its
+        first batch, is gone: the directory was removed (``rm -rf``) or replaced while the stream
+        ran.  Writing on would recreate it with the later micro-batches only and end in exit 0: a
+        silent loss of every earlier one."""
+        if self._watch is None:
+            self._watch = self.store.exists(RUN_FILE)
+        elif self._watch and not self.store.exists(RUN_FILE):
+            raise OutputVanished(f"{self.store.location}: {VANISHED} ({RUN_FILE} is gone: removed or replaced?), {when}")
+
     def finish(self) -> None:
+        self.check_output("after the last micro-batch")
         if self.observer is not None:
             self.observer.finish(self.observer_dir)
             if self._mirror is not None:
@@ -86,19 +111,25 @@ class ParquetSink:
         from streaming.schemas import OUTPUT_KINDS
 
         counts, written = {}, {}
-        for kind in OUTPUT_KINDS:
-            table = tables.get(kind)
-            counts[kind] = 0 if table is None else table.num_rows
-            target = f"{kind}/batch_id={batch_id}"
-            if not counts[kind]:
-                self.store.remove(target)  # a replayed batch that now has nothing of this kind
-                continue
-            table = written[kind] = sorted_kind_table(kind, table)
-            self.store.replace_dir(target, {BATCH_FILE: parquet_bytes(table)})
-        if self.observer is not None:
-            self.observer.on_batch({kind: t.to_pandas() for kind, t in written.items()}, batch_id, self.observer_dir)
-            if self._mirror is not None:
-                self._mirror.upload_changes()
+        self.check_output(f"before micro-batch {batch_id}")
+        try:
+            for kind in OUTPUT_KINDS:
+                table = tables.get(kind)
+                counts[kind] = 0 if table is None else table.num_rows
+                target = f"{kind}/batch_id={batch_id}"
+                if not counts[kind]:
+                    self.store.remove(target)  # a replayed batch that now has nothing of this kind
+                    continue
+                table = written[kind] = sorted_kind_table(kind, table)
+                self.store.replace_dir(target, {BATCH_FILE: parquet_bytes(table)})
+            if self.observer is not None:
+                self.observer.on_batch({kind: t.to_pandas() for kind, t in written.items()}, batch_id, self.observer_dir)
+                if self._mirror is not None:
+                    self._mirror.upload_changes()
+        except OSError:
+            self.check_output(f"while micro-batch {batch_id} was written")  # a write that failed because OUTPUT went
+            raise
+        self.check_output(f"while micro-batch {batch_id} was written")  # before Spark commits it
         stats = BatchStats(batch_id, counts, partitions, counts["violations"], counts["quarantine"])
         self.stats.append(stats)
         if self.on_batch:

@@ -102,3 +102,94 @@ def test_a_full_disk_is_one_cause_and_after_more_space_the_same_command_finishes
         assert read_results(disk / "out") == read_results(tmp_path / "straight-out")
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+class _RemovesTheOutput:
+    """An observer that removes OUTPUT once micro-batch ``after`` landed, as ``rm -rf OUT`` would."""
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+
+    def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
+        if batch_id == self.after:
+            shutil.rmtree(output_dir)
+
+    def finish(self, output_dir: Path) -> None:
+        pass
+
+
+def test_the_output_directory_removed_mid_run_stops_the_stream_before_the_batch_commits(spark, tmp_path):
+    """``rm -rf OUT`` while the stream runs: writing on would recreate OUT with the later
+    micro-batches only and end in exit 0 (every earlier one silently lost); the sink stops the
+    query before the batch commits, and the lines say what went and the two ways out."""
+    from scenario_io.profiles import load_profiles
+    from streaming.workload_source import workload_options
+
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    workload = workload_options(load_profiles()["clean"], 1, 6, steps_per_batch=5, max_steps=20)  # 4 micro-batches
+    with pytest.raises(Exception) as caught:
+        run_stream(None, out, ck, "kip320", spark=spark, quiet=True, workload=workload, observer=_RemovesTheOutput(1))
+    assert (ck / "commits" / "0").exists() and not (ck / "commits" / "1").exists()  # batch 1 is not taken as done
+    failure = explain(caught.value)
+    assert (failure.kind, failure.place) == ("output_gone", "the output")
+    assert failure.cause == "the output directory vanished while the stream ran" and failure.path == str(out)
+    first, action = failure.lines("kip320", str(ck), str(out), str(out / "logs" / "replemu.log"))
+    assert first.endswith(f"the output directory vanished while the stream ran, writing the output ({out})")
+    assert f"restore {out} from a copy" in action and f"move {ck} away and run the same command" in action
+    assert "went with it" in action.rsplit(";", 1)[1]  # the log in OUT is gone too: not named as where the traces are
+
+
+# What Spark and gRPC say for the faults of scripts/faults.py that cannot be made cheaply here (a
+# killed worker, a stopped Connect server, torn checkpoint files: tests/test_checkpoint_repair.py
+# makes those files), trimmed from what those runs left in their logs.
+TEXTS = {
+    "worker": ("py4j.protocol.Py4JJavaError: An error occurred while calling o61.awaitTermination.\n"
+               ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 7.0 failed 1 times, most "
+               "recent failure: Lost task 1.0 in stage 7.0 (TID 11) (localhost executor driver): org.apache.spark.SparkException: "
+               "Python worker exited unexpectedly (crashed). Consider setting 'spark.python.worker.faulthandler.enabled'\n"
+               "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator$$anonfun$1.applyOrElse(PythonRunner.scala:624)\n"
+               "Caused by: java.io.EOFException\n\tat java.base/java.io.DataInputStream.readInt(DataInputStream.java:386)\n",
+               ("worker", "Python worker exited unexpectedly (crashed)", None, None)),
+    "connect": ('  File "/x/streaming/job.py", line 158, in run_stream\n    query.awaitTermination(0.5)\n'
+                '  File "/x/pyspark/sql/connect/client/core.py", line 2456, in _handle_rpc_error\n'
+                "pyspark.errors.exceptions.connect.SparkConnectGrpcException: <_MultiThreadedRendezvous of RPC that terminated with:\n"
+                "\tstatus = StatusCode.UNAVAILABLE\n"
+                '\tdetails = "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:34249: Failed to connect to '
+                'remote host: Connection refused"\n',
+                ("connection", "the Spark Connect server 127.0.0.1:34249 does not answer (Connection refused)", None, None)),
+    "connect server stopping": ('  File "/x/streaming/job.py", line 158, in run_stream\n'
+                                '  File "/x/pyspark/sql/connect/client/core.py", line 2443, in _handle_rpc_error\n'
+                                "pyspark.errors.exceptions.connect.UnknownException: (java.lang.IllegalStateException) Cannot "
+                                "call methods on a stopped SparkContext.\nThis stopped SparkContext was created at:\n",
+                                ("connection", "the Spark server stopped (Cannot call methods on a stopped SparkContext)", None,
+                                 None)),
+    "torn commit": ('  File "/x/streaming/job.py", line 158, in run_stream\n'
+                    '  File "/x/pyspark/sql/streaming/query.py", line 225, in awaitTermination\n'
+                    "pyspark.errors.exceptions.captured.StreamingQueryException: [STREAM_FAILED] Query terminated with "
+                    "exception: Unexpected end-of-input in field name\n"
+                    "Caused by: com.fasterxml.jackson.core.io.JsonEOFException: Unexpected end-of-input in field name\n"
+                    "\tat org.apache.spark.sql.execution.streaming.checkpointing.CommitMetadata$.apply(CommitLog.scala:172)\n"
+                    "\tat org.apache.spark.sql.execution.streaming.checkpointing.HDFSMetadataLog.getLatest(HDFSMetadataLog.scala:272)\n",
+                    ("checkpoint", "Unexpected end-of-input in field name (a torn JSON file)", "the checkpoint's commits", None)),
+    "metadata emptied": (": com.fasterxml.jackson.databind.exc.MismatchedInputException: No content to map due to end-of-input\n"
+                         "\tat org.apache.spark.sql.execution.streaming.runtime.StreamMetadata$.read(StreamMetadata.scala:60)\n",
+                         ("checkpoint", "No content to map due to end-of-input (an empty JSON file)", "the checkpoint's metadata",
+                          None)),
+    "RocksDB zip torn": (": org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during "
+                         "loading state.  SQLSTATE: 58030\nCaused by: org.apache.hadoop.fs.ChecksumException: Checksum error: "
+                         "file:/ck/state/0/1/10.zip at 2048 exp: -1774392682 got: -1358750829\n"
+                         "\tat org.apache.spark.sql.execution.streaming.state.RocksDBFileManager.unzipBatchZipFileFromDfs(x:985)\n",
+                         ("checkpoint", "Checksum error (a torn or altered file)", "the state store in the checkpoint",
+                          "/ck/state/0/1/10.zip")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_each_fault_of_scripts_faults_is_told_by_its_cause(name):
+    text, (kind, cause, place, path) = TEXTS[name]
+    failure = explain(text)
+    assert (failure.kind, failure.cause, failure.place, failure.path) == (kind, cause, place, path)
+    action = failure.lines("kip320", "/ck", "/out", "LOG")[1]
+    assert "a bug in replemu" not in action
+    if name == "metadata emptied":
+        assert failure.lines("kip320", "/ck", "/out", "LOG")[0].endswith("(/ck/metadata)")
