@@ -314,6 +314,7 @@ def _check_identity(ck, out, identity: dict[str, Any], allow: tuple[str, ...], c
                                   f"output directory (or the earlier run's checkpoint)")
         _write_identity(ck, {"format": IDENTITY_FORMAT, "identity": identity, "history": []})
         return
+    _check_output_kept(ck, out)
     recorded = doc["identity"]
     differences = identity_differences(recorded, identity)
     refused = [n for n in differences if n not in allow or not _CHANGEABLE[n]]
@@ -329,6 +330,27 @@ def _check_identity(ck, out, identity: dict[str, Any], allow: tuple[str, ...], c
         doc["identity"] = identity
         _write_identity(ck, doc)
         claim.notes.append(f"checkpoint {checkpoint_dir}: allowed changes of {', '.join(differences)} recorded in {IDENTITY_FILE}")
+
+
+RUN_FILE = "run.json"  # what the job writes into OUTPUT before its first micro-batch (streaming.job)
+
+
+def _check_output_kept(ck, out) -> None:
+    """Refuse a restart whose output lacks the ``run.json`` the job wrote before the checkpoint's
+    first commit: the output was removed (or another directory given), and Spark never runs a
+    committed micro-batch again, so the restart would write only the later ones — a silent loss.
+    With ``--protocol all`` each variant's checkpoint and output are checked."""
+    pairs = [("", "")] if ck.exists("commits") else [(f"{c}/", f"{c}/") for c in ck.list() if ck.exists(f"{c}/commits")]
+    for ck_sub, out_sub in pairs:
+        committed = [n for n in ck.list(f"{ck_sub}commits") if n.isdigit()]
+        if committed and not out.exists(f"{out_sub}{RUN_FILE}"):
+            where = f"{out.location}/{out_sub}".rstrip("/")
+            ck_where = f"{ck.location}/{ck_sub}".rstrip("/")
+            raise CheckpointError(
+                f"--output {where}: holds none of the {len(committed)} micro-batch(es) the checkpoint "
+                f"{ck_where} has committed (no {RUN_FILE}: removed, or another directory); "
+                f"Spark never runs a committed micro-batch again, so this run would write only the later ones. "
+                f"Restore the output from a copy, or start over with a new checkpoint (move this one away)")
 
 
 def _state_schema_version() -> int:

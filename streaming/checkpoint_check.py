@@ -403,13 +403,18 @@ def parse_offsets(data: bytes) -> tuple[dict, list[str]]:
 
 
 def parse_commit(data: bytes) -> dict:
-    lines = _lines(_text(data))
-    _version(lines[0] if lines else None, 2, "the commit")
+    return _versioned_object(_lines(_text(data)), 2, "the commit", "the commit metadata",
+                             "ends after its version line (Spark would read it as watermark 0; it always writes the JSON)")
+
+
+def _versioned_object(lines: list[str], max_version: int, what: str, body: str, no_json: str) -> dict:
+    """A version line (``v1`` … ``v<max_version>``) then a JSON object on the next line."""
+    _version(lines[0] if lines else None, max_version, what)
     if len(lines) < 2:
-        raise _Bad("torn", "ends after its version line (Spark would read it as watermark 0; it always writes the JSON)")
-    doc = _json(lines[1], "the commit metadata")
+        raise _Bad("torn", no_json)
+    doc = _json(lines[1], body)
     if not isinstance(doc, dict):
-        raise _Bad("undecodable", "the commit metadata is not a JSON object")
+        raise _Bad("undecodable", f"{body} is not a JSON object")
     return doc
 
 
@@ -480,13 +485,8 @@ def parse_rocksdb_zip(data: bytes) -> dict:
         lines = _lines(_text(archive.read("metadata")))
     except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
         raise _Bad("torn", f"a member cannot be read ({exc})") from None
-    _version(lines[0] if lines else None, 1, "the RocksDB checkpoint metadata")
-    if len(lines) < 2:
-        raise _Bad("torn", "the RocksDB checkpoint metadata has no JSON")
-    doc = _json(lines[1], "the RocksDB checkpoint metadata")
-    if not isinstance(doc, dict):
-        raise _Bad("undecodable", "the RocksDB checkpoint metadata is not a JSON object")
-    return doc
+    what = "the RocksDB checkpoint metadata"
+    return _versioned_object(lines, 1, what, what, f"{what} has no JSON")
 
 
 # -- reading a store -----------------------------------------------------------------------

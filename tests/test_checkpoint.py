@@ -174,3 +174,20 @@ def test_protocol_all_under_a_processing_time_trigger_is_refused_rather_than_run
                  "--trigger", "processing-time=5s", "--output", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c")]) == 2
     assert "start one stream per variant" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("per_variant", [False, True])
+def test_a_restart_into_an_output_that_lost_its_batches_is_refused(tmp_path, per_variant):
+    """The output removed (or another one given) after the checkpoint committed micro-batches:
+    Spark would never write those again, so the restart is refused instead of losing them."""
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    claim_run(ck, out, identity()).release()
+    sub = "kip101/" if per_variant else ""
+    (ck / f"{sub}commits").mkdir(parents=True)
+    (ck / f"{sub}commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    (out / sub).mkdir(parents=True, exist_ok=True)
+    (out / f"{sub}run.json").write_text("{}\n")
+    claim_run(ck, out, identity()).release()  # the output the checkpoint wrote: a restart
+    (out / f"{sub}run.json").unlink()
+    with pytest.raises(CheckpointError, match=r"holds none of the 1 micro-batch\(es\) the checkpoint .* has committed"):
+        claim_run(ck, out, identity())
