@@ -166,12 +166,15 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
     Hadoop filesystem) locks them once Spark runs."""
     from expectations.suites import ExpectationsObserver
     from streaming.job import run_stream
-    from streaming.session import SessionError, build_spark, describe_session
+    from streaming.session import SessionError, build_spark, describe_session, stop_session
 
     from streaming import jvm_output
 
+    import warnings
+
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     debug = bool(os.environ.get("REPLEMU_DEBUG"))
+    shown = warnings.showwarning
     jvm_output.hold_until_log(echo=debug)  # the JVM's chatter goes to the log, once the run is claimed
     try:
         spark = build_spark(args.master, ui=not args.no_spark_ui, remote=args.remote)
@@ -192,6 +195,9 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
                 return fail(f"replemu: error: {exc}")
         log = jvm_output.LogFile(log_path(args.output))
         jvm_output.log_to(log, echo=debug)
+        if not debug:  # pyspark's warnings (a Connect listener it could not remove...) belong with the traces
+            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: log.write(
+                warnings.formatwarning(message, category, filename, lineno, line))
         for protocol in protocols:
             if stop.is_set():
                 break
@@ -232,7 +238,8 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
         if held is not None:
             held.release()
         restore()
-        spark.stop()
+        stop_session(spark)
+        warnings.showwarning = shown
         jvm_output.log_to(None)  # what the JVM says from here on (nothing, normally) goes to the terminal
     return EXIT_OK
 

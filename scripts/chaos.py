@@ -91,6 +91,8 @@ EXCLUDED = {
                     "emptied on release; an in-process reference (run_stream) takes no lock",
     "data_docs/": "GX Data Docs (HTML): the build time, the validation time and GX's random ids are in every page; "
                   "compared separately below with those masked",
+    "logs/": "the job's log (OUTPUT/logs/replemu.log: what the JVM and its Python workers printed, the traces of a "
+             "failure): timestamps, and the lines of every attempt; not an output",
     "gx_results/": "GX's validation results (JSON, read by the Data Docs build): they carry GX's load time and random "
                    "ids; what they say is in validations/*.parquet, which is compared byte for byte",
 }

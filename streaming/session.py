@@ -179,7 +179,6 @@ def _connect_session(remote: str, conf: dict[str, str]):
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     spark = SparkSession.builder.remote(remote).getOrCreate()
-    patient = spark.client.get_retry_policies()
     spark.client.set_retry_policies([DefaultPolicy(max_retries=3, max_backoff=2000)])  # seconds, not ten minutes
     try:
         with warnings.catch_warnings():
@@ -194,8 +193,27 @@ def _connect_session(remote: str, conf: dict[str, str]):
         spark.client.close()  # no release RPC at exit either (it would retry for minutes)
         raise SessionError(f"--remote {remote}: the Spark Connect server did not answer: {reason[:300]}") from None
     finally:
-        spark.client.set_retry_policies(patient)
+        # A running job waits out a server that restarts (about 45 s: 8 retries, backoff up to
+        # 10 s), not pyspark's ten minutes: a server gone longer fails the job in two lines.
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=8, max_backoff=10000)])
     return spark
+
+
+def stop_session(spark) -> None:
+    """``spark.stop()``, except that a Spark Connect session whose server is gone is closed without
+    waiting for it (its release call would retry): the command ends with its own lines."""
+    if not is_connect(spark):
+        spark.stop()
+        return
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    try:
+        spark.client.set_retry_policies([DefaultPolicy(max_retries=0)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            spark.stop()
+    except Exception:  # noqa: BLE001 - the server is gone: nothing to release there
+        spark.client.close()
 
 
 def _launch_jvm_in_own_session(conf: dict[str, str]) -> None:
