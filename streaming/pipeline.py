@@ -4,8 +4,9 @@
            -> mapInArrow(the payloads as output rows: one ``OUTPUT_SCHEMA`` row each, a ``kind`` column)
 
 It works on a batch or a streaming DataFrame from any source; ``replemu stream`` is this
-transformation with the file or workload source in front and ``streaming.sink.ParquetSink``
-behind.  The state function is ``make_state_function``.
+transformation up to the payloads (``payloads``), with the file or workload source in front and
+``streaming.sink.ParquetSink`` behind, which unpacks them itself.  The state function is
+``make_state_function``.
 """
 
 from __future__ import annotations
