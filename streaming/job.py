@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from .checkpoint import RUN_FILE
 from .pipeline import payloads, replicate
 from .progress import input_rows, print_progress, progress_listener, state_bytes
 from .session import build_spark, is_connect
@@ -92,7 +93,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
         query_conf[STATE_STORE_CONF] = STATE_STORES[state_store]
     if shuffle_partitions is not None:
         query_conf[SHUFFLE_PARTITIONS_CONF] = str(int(shuffle_partitions))
-    store.write_bytes("run.json", (json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir), "format": fmt,
+    store.write_bytes(RUN_FILE, (json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir), "format": fmt,
                                                "workload": workload, "state_store": state_store or "hdfs"}) + "\n").encode("utf-8"))
     previous = {key: spark.conf.get(key, None) for key in query_conf}
     try:

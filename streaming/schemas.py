@@ -173,9 +173,8 @@ def arrow_schema(kind: str):
     """The Parquet (Arrow) schema of one output kind, fixed so batches never disagree."""
     import pyarrow as pa
 
-    to_arrow = {"StringType()": pa.string(), "IntegerType()": pa.int32(), "LongType()": pa.int64(), "BooleanType()": pa.bool_()}
-    types = {f.name: to_arrow[repr(f.dataType)] for f in OUTPUT_SCHEMA.fields}
-    return pa.schema([(c, types[c]) for c in KIND_COLUMNS[kind]])
+    rows = output_arrow_schema()
+    return pa.schema([(c, rows.field(c).type) for c in KIND_COLUMNS[kind]])
 
 
 @functools.lru_cache(maxsize=None)

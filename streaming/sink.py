@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from streaming.checkpoint import RUN_FILE
 from streaming.storage import StoreError
 
-RUN_FILE = "run.json"  # written into OUTPUT by streaming.job before the first micro-batch
 
 
 VANISHED = "the output directory vanished while the stream ran"  # streaming.failures knows it by these words
