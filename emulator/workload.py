@@ -18,7 +18,11 @@ generator who leads and who follows; the generated steps are the same for every 
 
 from __future__ import annotations
 
+import json
 import random
+import sys
+import zlib
+from array import array
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, NoReturn
 
@@ -183,30 +187,79 @@ def _parsed(step: dict, assignment: tuple[int, ...]):
 def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[dict]]:
     """The partition's endless step sequence, one burst (an action and the controller's reaction)
     at a time; any prefix of it is the same whoever asks and however far."""
-    rng = streams(seed, partition)
-    w, f, s = rng["workload"], rng["faults"], rng["scheduling"]
-    header = _draw_header(w, seed, partition, profile)  # the workload stream continues after it
-    replicas, config, r = header["replicas"], header["config"], profile.rates
-    _, assignment, parsed = parse_partition(header, "generator")
-    shadow = Partition(assignment, parsed, VARIANTS["kip320"])
-    next_compaction = SHADOW_COMPACT_EVERY
-    late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
-    emitted = produced = 0
+    generator = WorkloadGenerator(seed, partition, profile)
+    while True:
+        yield generator.next_burst()
 
-    def emit(step: dict, burst: list) -> None:
-        nonlocal emitted
+
+class WorkloadGenerator:
+    """Partition ``partition``'s step sequence (``step_bursts``) as an object that can stop
+    anywhere and resume from its bytes (``to_bytes`` / ``from_bytes``): the streaming job keeps
+    one per partition in that partition's state, so the steps are generated where the partition
+    is stepped and nothing is generated twice after a restart.
+
+    ``header`` is the partition's header (``partition_header``); ``steps(first, last)`` hands
+    out steps ``first..last`` (sequence numbers, the first step is 1) and keeps the rest of the
+    last burst for the next call (``pending``).
+    """
+
+    def __init__(self, seed: int, partition: int, profile: Profile) -> None:
+        rng = streams(seed, partition)
+        self.seed, self.partition = seed, partition
+        self.profile: Profile | None = profile  # None once resumed from bytes (its rates are kept)
+        self.rates: dict[str, float] = profile.rates
+        self.w, self.f, self.s = rng["workload"], rng["faults"], rng["scheduling"]
+        header = _draw_header(self.w, seed, partition, profile)  # the workload stream continues after it
+        self.header: dict[str, Any] | None = header
+        self.replicas: list[int] = header["replicas"]
+        config = header["config"]
+        self.config: dict[str, Any] = config
+        self.hw_checkpoint, self.log_flush = config["hw_checkpoint"], config["log_flush"]
+        _, self.assignment, parsed = parse_partition(header, "generator")
+        self.shadow = Partition(self.assignment, parsed, VARIANTS["kip320"])
+        self.next_compaction = SHADOW_COMPACT_EVERY
+        self.late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
+        self.emitted = 0  # steps generated (handed out or pending)
+        self.produced = 0  # values produced
+        self.started = False  # the first burst (the first election) was generated
+        self.pending: list[dict] = []  # generated steps not handed out yet (``steps``)
+
+    @property
+    def next_seq(self) -> int:
+        """The sequence number of the next step ``steps`` hands out."""
+        return self.emitted - len(self.pending) + 1
+
+    def steps(self, first: int, last: int) -> list[dict]:
+        """Steps ``first..last``; ``first`` is ``next_seq`` or later (the steps between are
+        generated and dropped).  ``ValueError`` for a step already handed out."""
+        taken = self.emitted - len(self.pending)
+        if first <= taken:
+            raise ValueError(f"steps {first}..{last} asked of a generator at step {taken + 1}")
+        while self.emitted < last:
+            self.pending.extend(self.next_burst())
+        out = self.pending[first - 1 - taken:last - taken]
+        del self.pending[:max(0, last - taken)]
+        return out
+
+    def _emit(self, step: dict, burst: list) -> None:
         burst.append(step)
-        emitted += 1
-        shadow.apply(_parsed(step, assignment))
+        self.emitted += 1
+        shadow = self.shadow
+        shadow.apply(_parsed(step, self.assignment))
         shadow.errors.clear()  # an endless generator keeps no error history
 
-    first: list[dict] = []
-    emit({"elect": {}}, first)
-    yield first
-    while True:
+    def next_burst(self) -> list[dict]:
+        """The next burst of the sequence (an action and the controller's reaction)."""
+        emit = self._emit
         burst: list[dict] = []
+        if not self.started:
+            self.started = True
+            emit({"elect": {}}, burst)
+            return burst
+        shadow, replicas, late, r = self.shadow, self.replicas, self.late, self.rates
+        w, f, s = self.w, self.f, self.s
         for rid, due in sorted(late.items()):
-            if due <= emitted and shadow.replicas[rid].alive:
+            if due <= self.emitted and shadow.replicas[rid].alive:
                 emit({"leader_and_isr": {"replica": rid}}, burst)
                 del late[rid]
         alive = [x for x in replicas if shadow.replicas[x].alive]
@@ -229,7 +282,7 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
             back = s.choice(dead)
             emit({"restart": {"replica": back}}, burst)
             if s.random() < r["late_leader_and_isr"]:
-                late[back] = emitted + s.randint(1, 6)
+                late[back] = self.emitted + s.randint(1, 6)
             else:
                 emit({"leader_and_isr": {"replica": back}}, burst)
         else:
@@ -239,29 +292,129 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
                 emit({"elect": {"to": hear_now}}, burst)
                 for x in alive:
                     if x not in hear_now:
-                        late[x] = emitted + s.randint(1, 6)
+                        late[x] = self.emitted + s.randint(1, 6)
             elif roll < r["fast_election"] + r["shrink_isr"] and followers:
                 emit({"shrink_isr": {"replica": f.choice(followers)}}, burst)
-            elif config["hw_checkpoint"] == "explicit" and roll < r["fast_election"] + r["shrink_isr"] + r["checkpoint_hw"]:
+            elif self.hw_checkpoint == "explicit" and roll < r["fast_election"] + r["shrink_isr"] + r["checkpoint_hw"]:
                 emit({"checkpoint_hw": {"replica": s.choice(alive)}}, burst)
-            elif config["log_flush"] == "explicit" and w.random() < r["flush"]:
+            elif self.log_flush == "explicit" and w.random() < r["flush"]:
                 emit({"flush": {"replica": s.choice(alive)}}, burst)
             elif w.random() < r["produce"] / (r["produce"] + r["fetch"]) or not followers:
                 count = w.randint(1, 2)
-                values = [f"v{produced + i}" for i in range(count)]
-                produced += count
+                values = [f"v{self.produced + i}" for i in range(count)]
+                self.produced += count
                 emit({"produce": {"values": values} if count > 1 else {"value": values[0]}}, burst)
             else:
                 fetch: dict[str, Any] = {"replica": s.choice(followers)}
                 if f.random() < r["lost_response"]:
                     fetch["response"] = "lost"
                 emit({"fetch": fetch}, burst)
-        if emitted >= next_compaction:  # an endless stream: keep the shadow's logs and caches a window
+        if self.emitted >= self.next_compaction:  # an endless stream: keep the shadow's logs and caches a window
             upto = shadow_compactable_offset(shadow)
             if upto - shadow.compacted_offset >= SHADOW_COMPACT_EVERY // 4:
                 shadow.compact(upto)
-            next_compaction = emitted + SHADOW_COMPACT_EVERY
-        yield burst
+            self.next_compaction = self.emitted + SHADOW_COMPACT_EVERY
+        return burst
+
+    # -- the generator as bytes ------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The generator as bytes (``GENERATOR_LAYOUT``); ``from_bytes`` resumes it exactly."""
+        words = array("I")
+        gauss = []
+        for rng in (self.w, self.f, self.s):
+            version, internal, gauss_next = rng.getstate()
+            words.extend(internal)
+            gauss.append(gauss_next)
+        if sys.byteorder != "little":
+            words.byteswap()
+        doc = {
+            "seed": self.seed, "partition": self.partition, "rates": [self.rates[k] for k in RATE_KEYS],
+            "replicas": self.replicas, "config": self.config,
+            "next_compaction": self.next_compaction, "late": sorted([rid, due] for rid, due in self.late.items()),
+            "emitted": self.emitted, "produced": self.produced, "started": self.started, "pending": self.pending,
+            "gauss": gauss, "shadow": _shadow_document(self.shadow, self.replicas, self.config),
+        }
+        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        return _MAGIC + words.tobytes() + zlib.compress(text, 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "WorkloadGenerator":
+        """The generator ``to_bytes`` wrote; ``ValueError`` for bytes of another layout."""
+        data = bytes(data)
+        if data[:len(_MAGIC)] != _MAGIC or len(data) < _FIXED:
+            raise ValueError(f"not a workload generator of layout {_MAGIC!r} ({len(data)} bytes starting {data[:4]!r})")
+        words = array("I")
+        words.frombytes(data[len(_MAGIC):_FIXED])
+        if sys.byteorder != "little":
+            words.byteswap()
+        doc = json.loads(zlib.decompress(data[_FIXED:]).decode("utf-8"))
+        g = WorkloadGenerator.__new__(WorkloadGenerator)  # (mypyc cannot compile cls.__new__(cls))
+        g.seed, g.partition = doc["seed"], doc["partition"]
+        g.profile, g.rates = None, dict(zip(RATE_KEYS, doc["rates"]))
+        g.header = None  # drawn at the start; a resumed generator is past it (``partition_header``)
+        rngs = []
+        for i in range(3):
+            rng = random.Random(0)
+            rng.setstate((3, tuple(words[i * _MT_WORDS:(i + 1) * _MT_WORDS]), doc["gauss"][i]))
+            rngs.append(rng)
+        g.w, g.f, g.s = rngs
+        g.replicas, g.config = doc["replicas"], doc["config"]
+        g.hw_checkpoint, g.log_flush = g.config["hw_checkpoint"], g.config["log_flush"]
+        g.shadow = _shadow_from_document(doc["shadow"], g.replicas, g.config)
+        g.assignment = g.shadow.assignment
+        g.next_compaction, g.late = doc["next_compaction"], {rid: due for rid, due in doc["late"]}
+        g.emitted, g.produced, g.started, g.pending = doc["emitted"], doc["produced"], doc["started"], doc["pending"]
+        return g
+
+
+# ``WorkloadGenerator.to_bytes``: this magic, then the Mersenne Twister state of the workload,
+# faults and scheduling streams (``random.Random.getstate``: 624 words and the position, 625
+# little-endian uint32 each, 2,500 bytes a stream), then zlib-compressed UTF-8 JSON of the rest:
+# seed, partition, rates (the profile's, ``RATE_KEYS`` order), replicas and config (the header's),
+# next_compaction, late ([replica, due] pairs), emitted, produced, started, pending (steps
+# generated and not handed out), gauss (each stream's gauss_next) and shadow (the shadow
+# partition: ``emulator.state.state_document`` without the checker's ``oracle`` and ``violated``).
+GENERATOR_LAYOUT = "RWG1"
+_MAGIC = GENERATOR_LAYOUT.encode("ascii")
+_MT_WORDS = 625
+_FIXED = len(_MAGIC) + 3 * _MT_WORDS * 4
+# Per (replicas, config): a blank shadow replay (what a document is read into: assignment, config,
+# variant) and its checker's document (the shadow is never judged). Bounded.
+_TEMPLATES: dict[str, tuple[Any, dict]] = {}
+_TEMPLATES_MAX = 1 << 10
+
+
+def _template(replicas: list[int], config: dict[str, Any]) -> tuple[Any, dict]:
+    key = json.dumps([replicas, config], sort_keys=True)
+    known = _TEMPLATES.get(key)
+    if known is None:
+        from .run import Replay
+        from .state import state_document
+
+        _, assignment, parsed = parse_partition({"name": "shadow", "replicas": replicas, "config": config}, "generator")
+        blank = Replay(assignment, parsed, VARIANTS["kip320"])
+        doc = state_document(blank)
+        if len(_TEMPLATES) >= _TEMPLATES_MAX:
+            _TEMPLATES.clear()
+        known = _TEMPLATES[key] = (blank, {"violated": doc["violated"], "oracle": doc["oracle"]})
+    return known
+
+
+def _shadow_document(shadow: Partition, replicas: list[int], config: dict[str, Any]) -> dict[str, Any]:
+    from .run import Replay
+    from .state import state_document
+
+    doc = state_document(Replay.of(shadow, _template(replicas, config)[0].checker))
+    del doc["oracle"], doc["violated"]
+    return doc
+
+
+def _shadow_from_document(doc: dict[str, Any], replicas: list[int], config: dict[str, Any]) -> Partition:
+    from .state import from_document
+
+    blank, oracle = _template(replicas, config)
+    return from_document({**doc, **oracle}, like=blank).partition
 
 
 def generate_partition(seed: int, partition: int, profile: Profile) -> dict[str, Any]:
