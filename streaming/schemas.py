@@ -21,6 +21,9 @@ from pyspark.sql.types import (
 from emulator.steps import STEP_KINDS
 
 HEADER_TYPE = "partition"  # the ``type`` of a partition's header row (seq 0)
+# The ``type`` of the workload source's rows: "partition P advances to steps first..last", which
+# the state function turns into the generated steps (``streaming.processor``, ``streaming.workload_source``).
+TICK_TYPE = "workload_tick"
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ def decoded_arrow_schema():
 
     return pa.schema(list(event_arrow_schema()) + [(CORRUPT_COLUMN, pa.string()), (REASON_COLUMN, pa.string())])
 
-STATE_SCHEMA_VERSION = 2  # 2: one JSON document in ``core`` (logs inline)
+STATE_SCHEMA_VERSION = 3  # 2: one JSON document in ``core`` (logs inline); 3: ``generator``
 STATE_SCHEMA = StructType([
     StructField("state_version", IntegerType()),
     StructField("protocol", StringType()),
@@ -96,6 +99,7 @@ STATE_SCHEMA = StructType([
     StructField("gap_reported_seq", LongType()),
     StructField("waiting", BinaryType()),  # JSON: rows that arrived ahead of a gap
     StructField("core", BinaryType()),  # JSON: the partition document (emulator.state), logs = the window
+    StructField("generator", BinaryType()),  # a workload partition's generator (emulator.workload), else null
 ])
 
 OUTPUT_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors", "quarantine")

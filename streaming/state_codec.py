@@ -7,6 +7,12 @@ Layout of the binary fields (state schema version ``STATE_SCHEMA_VERSION``):
   after every micro-batch), so this blob is bounded by the records in flight, not by history;
   one C-encoded JSON string is cheaper to write and read than separate columnar tables.
 * ``waiting`` — UTF-8 JSON list of ``[seq, type, args]`` rows that arrived ahead of a gap.
+* ``generator`` — a workload partition's step generator (``emulator.workload.WorkloadGenerator``,
+  layout ``GENERATOR_LAYOUT``: the three Mersenne Twister states as 7,500 bytes of uint32 words,
+  then zlib'd JSON of the shadow partition, counters and the steps generated but not yet applied),
+  null for a partition of event files.  The workload source sends only ticks (``TICK_TYPE``: which
+  steps a partition advances to), and the state function generates the steps from this field, so
+  they are generated where the partition lives and, after a restart, resume from the checkpoint.
 
 ``decode_state_row`` turns a row read back with ``spark.read.format("statestore")`` (or the
 tuple ``GroupState.get`` returns) into the document, so any partition's state can be shown.
@@ -24,7 +30,7 @@ from emulator.state import from_document, to_document
 from .schemas import STATE_SCHEMA, STATE_SCHEMA_VERSION
 
 STATE_FIELDS = tuple(f.name for f in STATE_SCHEMA.fields)
-BINARY_FIELDS = ("core", "waiting")
+BINARY_FIELDS = ("core", "waiting", "generator")
 
 
 def _dumps(obj: Any) -> bytes:
@@ -48,7 +54,7 @@ def empty_state(protocol: str) -> dict[str, Any]:
     return {
         "state_version": STATE_SCHEMA_VERSION, "protocol": protocol, "scenario": None, "header": "waiting",
         "next_seq": 0, "steps_applied": 0, "controller_leader": None, "controller_epoch": -1, "violated": "",
-        "gap_reported_seq": -1, "waiting": _dumps([]), "core": None,
+        "gap_reported_seq": -1, "waiting": _dumps([]), "core": None, "generator": None,
     }
 
 
@@ -73,4 +79,15 @@ def decode_state_row(row: dict[str, Any]) -> dict[str, Any]:
     out["waiting"] = json.loads(bytes(row["waiting"]).decode("utf-8")) if row.get("waiting") is not None else []
     if row.get("core") is not None:
         out["document"] = document_from_fields(row["core"])
+    if row.get("generator") is not None:
+        out["generator"] = describe_generator(row["generator"])
     return out
+
+
+def describe_generator(data: bytes) -> dict[str, Any]:
+    """What a ``generator`` field holds, readably: where the partition's workload stands."""
+    from emulator.workload import WorkloadGenerator
+
+    g = WorkloadGenerator.from_bytes(data)
+    return {"seed": g.seed, "partition": g.partition, "next_seq": g.next_seq, "generated": g.emitted,
+            "pending": len(g.pending), "values_produced": g.produced, "bytes": len(bytes(data))}
