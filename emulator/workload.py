@@ -109,6 +109,11 @@ def streams(seed: int, partition: int) -> dict[str, random.Random]:
     return {s: random.Random(f"replemu/{seed}/{partition}/{s}") for s in ("workload", "faults", "scheduling")}
 
 
+def workload_topic(seed: int, profile_name: str) -> str:
+    """The topic of every generated partition of one seed and profile (no draw decides it)."""
+    return f"campaign-{seed}-{profile_name}"
+
+
 def partition_header(seed: int, partition: int, profile: Profile) -> dict[str, Any]:
     """Name, key, replicas and config of generated partition ``partition`` (the workload stream's
     first draws)."""
@@ -129,7 +134,7 @@ def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) 
     return {
         "name": f"campaign-{seed}-{profile.name}-p{partition}",
         "description": f"replemu campaign seed {seed}, profile {profile.name}, partition {partition}",
-        "topic": f"campaign-{seed}-{profile.name}",
+        "topic": workload_topic(seed, profile.name),
         "partition": partition,
         "replicas": list(range(1, n + 1)),
         "config": config,

@@ -20,7 +20,7 @@ from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
 from emulator.bounds import short_repr
 
-from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, arrow_schema
+from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, TICK_TYPE, arrow_schema
 from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
 
 
@@ -316,6 +316,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
             batch.quarantine(e, reason)
         return batch.rows, st, bool(waiting)
 
+    events = expand_ticks(topic, partition, events, st, batch)
     for e in sorted(events, key=lambda e: (e["seq"] is None, e["seq"] if e["seq"] is not None else 0)):
         seq = e["seq"]
         if seq is None:
@@ -382,6 +383,53 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
     if 0 <= st["gap_reported_seq"] < st["next_seq"]:
         st["gap_reported_seq"] = -1  # that gap was filled; a later one is reported afresh
     return batch.rows, st, bool(waiting)
+
+
+def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], batch: "_Batch") -> list[dict]:
+    """The workload source's ticks (``TICK_TYPE`` rows: ``{"first", "last"}``, the partition's
+    first tick also ``"start": {"seed", "profile", "spec"}``) replaced by the rows they stand for:
+    the header (seq 0) at the start, then generated steps ``first..last``, exactly the rows the
+    source used to generate (the same ``type`` and ``args`` text), so they go through the same
+    sequence rules and give the same output rows.  The generator lives in ``st["generator"]``
+    (``emulator.workload.WorkloadGenerator``): the steps of a burst past ``last`` wait there for
+    the next tick, and a restart resumes from the checkpoint.  A tick that cannot be followed
+    goes to quarantine with its reason; other rows pass through."""
+    ticks = [e for e in events if e.get("type") == TICK_TYPE and e.get("reason") is None and e.get("raw") is None]
+    if not ticks:
+        return events
+    from emulator.workload import WorkloadGenerator, profile_from_mapping
+
+    out = [e for e in events if not (e.get("type") == TICK_TYPE and e.get("reason") is None and e.get("raw") is None)]
+    generator = None if st.get("generator") is None else WorkloadGenerator.from_bytes(st["generator"])
+    dumps = json.dumps
+    for e in sorted(ticks, key=lambda e: -1 if e["seq"] is None else e["seq"]):
+        try:
+            args = json.loads(e["args"])
+            first, last, start = args["first"], args["last"], args.get("start")
+            if type(first) is not int or type(last) is not int or first < 1 or last < first - 1:
+                raise ValueError(f"first {first!r} and last {last!r} are not a range of steps")
+            if start is not None:
+                if generator is not None:
+                    raise ValueError(f"the partition's workload started already (next step {generator.next_seq})")
+                profile = profile_from_mapping(str(start["profile"]), start["spec"])
+                generator = WorkloadGenerator(int(start["seed"]), partition, profile)
+                h = generator.header
+                out.append({"topic": topic, "partition": partition, "seq": 0, "type": HEADER_TYPE, "raw": None,
+                            "args": dumps({"scenario": h["name"], "replicas": h["replicas"], "config": h["config"]})})
+            if generator is None:
+                raise ValueError("the partition's workload never started (no tick with start)")
+            if first < generator.next_seq:
+                raise ValueError(f"steps up to {generator.next_seq - 1} were generated already")
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            detail = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)[:300]
+            batch.quarantine(e, f"seq {e['seq']}: invalid workload tick: {detail}")
+            continue
+        for seq, step in enumerate(generator.steps(first, last), start=first):
+            (kind, step_args), = step.items()
+            out.append({"topic": topic, "partition": partition, "seq": seq, "type": kind, "args": dumps(step_args), "raw": None})
+    if generator is not None:
+        st["generator"] = generator.to_bytes()
+    return out
 
 
 # Parsed steps by (type, args text, assignment): every step of a kind and arguments parses to the
