@@ -31,6 +31,7 @@ from typing import Any
 from emulator.invariants import INVARIANTS, REGISTRY
 from streaming.sink import kind_frames, write_batch_dir
 from streaming.results import violated_in_summary
+from expectations.spark_frames import INDEX_COLUMNS
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
@@ -136,12 +137,45 @@ def validate_rows(rows, batch_id: int = 0, validator: "BatchValidator | None" = 
     return pd.DataFrame(results, columns=("batch_id",) + VALIDATION_COLUMNS)
 
 
+ENGINES = ("pandas", "spark")
+OFFENDING_LIMIT = 20  # offending rows named per failed expectation (GX's partial_unexpected_count)
+
+
+def result_format(frame: str, fmt: str) -> dict[str, Any]:
+    """GX's result format of one frame's checkpoint: BOOLEAN_ONLY, or SUMMARY naming the first
+    ``OFFENDING_LIMIT`` offending rows by their partition (``spark_frames.INDEX_COLUMNS``)."""
+    if fmt == "BOOLEAN_ONLY":
+        return {"result_format": fmt}
+    return {"result_format": fmt, "partial_unexpected_count": OFFENDING_LIMIT,
+            "unexpected_index_column_names": list(INDEX_COLUMNS[frame]), "return_unexpected_index_query": False}
+
+
+def _is_empty(df) -> bool:
+    """Whether a frame has no rows; a Spark frame is counted (one job that also fills its cache
+    when it is persisted, before GX's queries read it)."""
+    return df.count() == 0 if hasattr(df, "sparkSession") else df.empty
+
+
+def _offending(index: list) -> list[str]:
+    """The partition keys of GX's (bounded) list of offending rows, each a dict of the frame's
+    ``INDEX_COLUMNS`` (and the checked values)."""
+    return sorted({str(i["partition_key"]) if "partition_key" in i else f"{i.get('topic')}/{i.get('partition')}"
+                   for i in index if isinstance(i, dict)})
+
+
 class BatchValidator:
     """Runs the suites on every micro-batch's frames; keeps GX's results for the Data Docs."""
 
-    def __init__(self, docs_dir: str | Path | None = None, results_dir: str | Path | None = None) -> None:
+    def __init__(self, docs_dir: str | Path | None = None, results_dir: str | Path | None = None,
+                 engine: str = "pandas") -> None:
         """``results_dir``: keep GX's validation results there (JSON files), not in memory, so the
-        Data Docs built after a restart still show the batches validated before it."""
+        Data Docs built after a restart still show the batches validated before it.  ``engine``:
+        the frames ``validate`` is given, pandas (GX's pandas datasource, in this process) or
+        spark (GX's Spark datasource: every metric is a Spark aggregate or a bounded ``limit``;
+        only O(expectations) values and at most ``OFFENDING_LIMIT`` rows per failed expectation
+        reach the driver).  Both give the same rows, results files and Data Docs pages."""
+        if engine not in ENGINES:
+            raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
         import great_expectations as gx
         from great_expectations.data_context.types.base import (
             DataContextConfig, InMemoryStoreBackendDefaults, ProgressBarsConfig,
@@ -164,9 +198,15 @@ class BatchValidator:
                 "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(self.docs_dir)},
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             })
-        source = self.context.data_sources.add_pandas("replemu")
+        self.engine = engine
+        # One datasource name for both engines: GX names the results files and Data Docs pages
+        # after it. The Spark datasource does not persist the frames itself (persist=False): the
+        # caller caches what it reuses (``ExpectationsObserver.on_spark_batch``).
+        source = (self.context.data_sources.add_pandas("replemu") if engine == "pandas"
+                  else self.context.data_sources.add_spark("replemu", persist=False))
         # Each frame is first validated with BOOLEAN_ONLY results (fast); only a frame that fails
-        # something is validated again with COMPLETE results, to count and name the offenders.
+        # something is validated again with SUMMARY results, to count the offenders and name at
+        # most OFFENDING_LIMIT of them (the first in the frame's order: a top-N in Spark).
         self.checkpoints: dict[str, dict[str, Any]] = {}
         for frame in ("timeline", "partitions"):
             asset = source.add_dataframe_asset(frame)
@@ -179,8 +219,8 @@ class BatchValidator:
             self.checkpoints[frame] = {
                 fmt: self.context.checkpoints.add(gx.Checkpoint(
                     name=f"replemu-{frame}-{fmt.lower()}", validation_definitions=[vd], actions=[],
-                    result_format={"result_format": fmt}))
-                for fmt in ("BOOLEAN_ONLY", "COMPLETE")
+                    result_format=result_format(frame, fmt)))
+                for fmt in ("BOOLEAN_ONLY", "SUMMARY")
             }
 
     def validate(self, frames: dict[str, Any], batch_id: int) -> list[dict[str, Any]]:
@@ -189,18 +229,17 @@ class BatchValidator:
         rows = []
         for frame, checkpoints in self.checkpoints.items():
             df = frames[frame]
-            if df.empty:
+            if _is_empty(df):
                 continue
             run_id = self._run_id(batch_id, frame)
             result = checkpoints["BOOLEAN_ONLY"].run(batch_parameters={"dataframe": df}, run_id=run_id)
             if not result.success:
-                result = checkpoints["COMPLETE"].run(batch_parameters={"dataframe": df}, run_id=run_id)
+                result = checkpoints["SUMMARY"].run(batch_parameters={"dataframe": df}, run_id=run_id)
             for vr_id, vr in result.run_results.items():
                 page = self._page(vr_id)
                 for r in vr.results:
                     cfg = r.expectation_config
-                    index = (r.result or {}).get("unexpected_index_list") or []
-                    keys = self._offending(df, frame, index)
+                    keys = _offending((r.result or {}).get("partial_unexpected_index_list") or [])
                     rows.append({
                         "batch_id": batch_id, "invariant": cfg.meta["invariant"], "expectation": cfg.type,
                         "frame": frame, "success": bool(r.success),
@@ -227,20 +266,6 @@ class BatchValidator:
             return "validations/" + "/".join(str(p) for p in parts) + ".html"
         except Exception:  # pragma: no cover - GX internals differ between versions
             return None
-
-    @staticmethod
-    def _offending(df, frame: str, index: list) -> list[str]:
-        rows = []
-        for i in index:
-            if isinstance(i, dict):  # compound-column checks report the row's values
-                rows.append(f"{i.get('topic')}/{i.get('partition')}")
-                continue
-            try:
-                rec = df.loc[i]
-            except KeyError:
-                continue
-            rows.append(rec["partition_key"] if "partition_key" in df.columns else f"{rec['topic']}/{rec['partition']}")
-        return sorted(set(rows))
 
     def build_docs(self) -> Path | None:
         """GX (re)builds every page; then the pages are made to work offline (``make_docs_offline``)."""
@@ -439,6 +464,11 @@ def make_docs_offline(docs_dir: Path) -> dict[str, list[str]]:
     return remaining
 
 
+def _error_rows(batch_id: int, exc: Exception) -> list[dict]:
+    return [{"batch_id": batch_id, "invariant": None, "expectation": "validation_error", "frame": None,
+             "success": False, "unexpected_count": 0, "partitions": [], "docs": f"{type(exc).__name__}: {exc}"}]
+
+
 RESULTS_DIR = "gx_results"  # OUTPUT/gx_results: GX's validation results, read by every Data Docs build
 VALIDATION_COLUMNS = ("invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs")
 
@@ -458,15 +488,19 @@ def write_validations(output_dir: Path, batch_id: int, rows: list[dict]) -> None
 @dataclass
 class ExpectationsObserver:
     """The streaming job's ``BatchObserver``: validates every micro-batch's outputs, writes
-    ``OUTPUT/validations`` and the GX Data Docs; a failure never stops the stream."""
+    ``OUTPUT/validations`` and the GX Data Docs; a failure never stops the stream.
+
+    Two entry points, the same ``validations`` rows, results files and Data Docs: ``on_batch``
+    (kind -> pandas frame, validated in this process) and ``on_spark_batch`` (kind -> Spark
+    DataFrame: the frames are built and validated by Spark, on the executors)."""
 
     docs_every: int = 20  # rebuild the Data Docs every N batches (and at the end of a run)
     validation_ms: list[float] = field(default_factory=list)
     _validator: Any = None
 
-    def validator(self, output_dir: Path) -> BatchValidator:
-        if self._validator is None:
-            self._validator = BatchValidator(Path(output_dir) / "data_docs", Path(output_dir) / RESULTS_DIR)
+    def validator(self, output_dir: Path, engine: str = "pandas") -> BatchValidator:
+        if self._validator is None or self._validator.engine != engine:
+            self._validator = BatchValidator(Path(output_dir) / "data_docs", Path(output_dir) / RESULTS_DIR, engine=engine)
         return self._validator
 
     def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
@@ -474,8 +508,30 @@ class ExpectationsObserver:
         try:
             rows = self.validator(output_dir).validate(frames_from_outputs(frames), batch_id)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
-            rows = [{"batch_id": batch_id, "invariant": None, "expectation": "validation_error", "frame": None,
-                     "success": False, "unexpected_count": 0, "partitions": [], "docs": f"{type(exc).__name__}: {exc}"}]
+            rows = _error_rows(batch_id, exc)
+        self._record(rows, batch_id, output_dir, started)
+
+    def on_spark_batch(self, kinds: dict[str, Any], batch_id: int, output_dir: Path) -> None:
+        """The suites on one micro-batch where its rows are: ``kinds`` maps an output kind to a
+        Spark DataFrame of (at least) its ``KIND_COLUMNS`` (a kind without rows may be missing).
+        The two validation frames are computed by Spark (``spark_frames``), cached while GX's
+        Spark datasource validates them, and unpersisted; the driver receives O(expectations)
+        values and at most ``OFFENDING_LIMIT`` offending rows per failed expectation."""
+        from expectations.spark_frames import validation_frames_spark
+
+        started = time.perf_counter()
+        frames: dict[str, Any] = {}
+        try:
+            frames = {name: df.persist() for name, df in validation_frames_spark(kinds).items()}
+            rows = self.validator(output_dir, "spark").validate(frames, batch_id)
+        except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
+            rows = _error_rows(batch_id, exc)
+        finally:
+            for df in frames.values():
+                df.unpersist()
+        self._record(rows, batch_id, output_dir, started)
+
+    def _record(self, rows: list[dict], batch_id: int, output_dir: Path, started: float) -> None:
         self.validation_ms.append((time.perf_counter() - started) * 1000)
         write_validations(Path(output_dir), batch_id, rows)
         if self.docs_every and batch_id % self.docs_every == 0:
