@@ -596,13 +596,9 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
     if on_kraft:
         _kraft_codes(space, p, counters, codes)
     if space.has(StepKind.ELECT) and next_epoch <= b.epochs:
-        candidates = _clean_candidates(p)
-        if not candidates:
-            recovered = _recovery_choice(p)
-            if recovered is not None:
-                candidates = [recovered]
-            elif p.config.unclean_leader_election:
-                candidates = [r for r in order if (reps[r].alive or on_kraft) and r not in c.fenced]
+        candidates = _kraft_elections(p) if on_kraft else _clean_candidates(p)
+        if not candidates and not on_kraft and p.config.unclean_leader_election:
+            candidates = [r for r in order if reps[r].alive]
         for r in candidates:
             # to every live replica (leader first), to the leader only, to nobody yet
             codes += [step_code(StepKind.ELECT, r, flag) for flag in ("", "o", "n")]
@@ -654,8 +650,11 @@ def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tupl
             return Crash(r, CrashMode.POWER), replace(counters, power_crashes=counters.power_crashes + 1)
         return Crash(r), replace(counters, crashes=counters.crashes + 1)
     if kind is StepKind.ELECT:
-        leader = None if r == _controller_choice(p) else r
         to = {"": None, "o": (r,), "n": ()}[flag]
+        if p.variant.metadata == "kraft":  # ElectLeaders: PREFERRED, else the UNCLEAN election that elects r
+            preferred, _, error = kraft.election_outcome(p, False)
+            return Elect(unclean=None if error is None and preferred == r else True, to=to), counters
+        leader = None if r == _controller_choice(p) else r
         return Elect(leader=leader, to=to), counters
     if kind is StepKind.LEADER_AND_ISR:
         return LeaderAndIsr(r, epoch=int(flag[1:]) if flag else None), counters
@@ -672,18 +671,20 @@ REPLICA_STEPS: dict[StepKind, Callable[[int], Step]] = {
 }
 
 
+def _kraft_elections(p) -> list[int]:
+    """The leaders an ``elect`` can write under KRaft: ElectLeaders PREFERRED's, and UNCLEAN's when
+    the topic allows unclean elections (the ZooKeeper search's rule), when they write a change."""
+    leaders: list[int] = []
+    for unclean in (False, True) if p.config.unclean_leader_election else (False,):
+        leader, _, error = kraft.election_outcome(p, unclean)
+        if error is None and leader is not None and leader not in leaders:
+            leaders.append(leader)
+    return leaders
+
+
 def _controller_choice(p) -> int | None:
-    """Who ``elect`` without a leader would choose (Kafka's OfflinePartitionLeaderSelector)."""
+    """Who ``elect`` without a leader would choose under ZooKeeper (Kafka's OfflinePartitionLeaderSelector)."""
     c = p.controller
-    if p.variant.metadata == "kraft":
-        clean = _clean_candidates(p)
-        if clean:
-            return clean[0]
-        recovered = _recovery_choice(p)
-        if recovered is not None:
-            return recovered
-        unfenced = [r for r in p.assignment if r not in c.fenced]
-        return unfenced[0] if unfenced and p.config.unclean_leader_election else None
     live_isr = [r for r in p.assignment if r in c.isr and p.replicas[r].alive]
     if live_isr:
         return live_isr[0]
@@ -692,17 +693,8 @@ def _controller_choice(p) -> int | None:
 
 
 def _clean_candidates(p) -> list[int]:
-    """Who a clean election may choose: the live ISR (ZooKeeper); the live unfenced ISR, or ELR
-    when the ISR is empty (KRaft)."""
-    if p.variant.metadata != "kraft":
-        return [r for r in p.assignment if r in p.controller.isr and p.replicas[r].alive]
-    return kraft.clean_candidates(p)  # the controller cannot see a crash, only a fence
-
-
-def _recovery_choice(p) -> int | None:
-    if p.variant.metadata != "kraft":
-        return None
-    return kraft.recovery_choice(p, p.controller.isr, p.controller.elr)
+    """Who a clean election may choose under ZooKeeper: the live ISR."""
+    return [r for r in p.assignment if r in p.controller.isr and p.replicas[r].alive]
 
 
 def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:

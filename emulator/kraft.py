@@ -207,9 +207,82 @@ def clean_candidates(p: "Partition") -> list[int]:
     return [r for r in p.assignment if r in pool and acceptable(p, r)]
 
 
+REFUSED = "NOT_A_KRAFT_STEP"  # an emulator answer: the step asks for what no KRaft controller writes
+
+
+def refuse(p: "Partition", reason: str) -> None:
+    """The step is not one the KRaft controller can take: nothing changes, the error
+    ``REFUSED`` and a ``StepRefused`` event say why (``run_scenario`` refuses the scenario)."""
+    p.error(REFUSED)
+    p.event("StepRefused", reason=reason)
+
+
+def election_outcome(p: "Partition", unclean: bool) -> tuple[int | None, bool, str | None]:
+    """What ``ElectLeaders`` does to the partition (3.5.0 / 3.8.0
+    ``ReplicationControlManager.electLeader`` and ``PartitionChangeBuilder.electLeader``):
+    (the leader after it, whether that election is unclean, the error answered or None).
+
+    ``ELECTION_NOT_NEEDED`` when the preferred replica leads (PREFERRED) or any broker leads
+    (UNCLEAN).  PREFERRED (``electPreferredLeader``): the preferred replica (the first of the
+    assignment) if it is a valid leader, else the current leader if it still is (no change:
+    ``PREFERRED_LEADER_NOT_AVAILABLE``), else the next valid replica in assignment order.  UNCLEAN
+    (``electAnyLeader``): the first valid replica.  Valid = ``clean_candidates``.  Then unclean
+    recovery (``recovery_choice``: 3.8.0's ``canElectLastKnownLeader`` under
+    ``last_known_leader``), then, for UNCLEAN, the first acceptable replica.  No leader found: no
+    record (``PREFERRED_LEADER_NOT_AVAILABLE`` / ``ELIGIBLE_LEADERS_NOT_AVAILABLE``), or, for a
+    PREFERRED election whose current leader is no longer valid, a change to no leader."""
+    c = p.controller
+    if (not unclean and c.leader == p.assignment[0]) or (unclean and c.leader is not None):
+        return c.leader, False, "ELECTION_NOT_NEEDED"
+    valid = clean_candidates(p)
+    if valid:
+        if not unclean and p.assignment[0] not in valid and c.leader in valid:
+            return c.leader, False, "PREFERRED_LEADER_NOT_AVAILABLE"
+        return valid[0], False, None
+    choice = recovery_choice(p, c.isr, c.elr)
+    if choice is None and unclean:
+        choice = next((r for r in p.assignment if acceptable(p, r)), None)
+    if choice is not None:
+        return choice, True, None
+    if c.leader is None:
+        return None, False, "ELIGIBLE_LEADERS_NOT_AVAILABLE" if unclean else "PREFERRED_LEADER_NOT_AVAILABLE"
+    return None, False, None
+
+
 def elect(p: "Partition", step: Elect) -> None:
-    """ControllerElectLeader under KRaft: the clean candidates (``clean_candidates``); then
-    unclean recovery, then (if allowed) any acceptable broker."""
+    """``elect`` under KRaft.  The first one, before any leader epoch was written, is the
+    partition's creation: the step may set the leader, the epoch and the ISR (the registration a
+    story starts from).  Every later one is the admin's ``ElectLeaders`` (``election_outcome``):
+    PREFERRED, or UNCLEAN with ``unclean: true``; it writes a change only when the leader changes,
+    else answers its error and writes nothing.  An explicit ``epoch`` or ``isr`` there, or a
+    ``leader`` other than the one Kafka elects, is refused (``refuse``)."""
+    c = p.controller
+    if c.leader_epoch < 0:
+        create(p, step)
+        return
+    if step.epoch is not None or step.isr is not None:
+        given = " and ".join(([f"epoch {step.epoch}"] if step.epoch is not None else [])
+                             + ([f"isr {list(step.isr)}"] if step.isr is not None else []))
+        refuse(p, f"elect sets {given}, which only the partition's creation may set: the KRaft controller writes "
+                  f"its own next leader epoch and keeps the ISR in an election (ElectLeaders)")
+        return
+    election = "UNCLEAN" if step.unclean else "PREFERRED"
+    leader, unclean, error = election_outcome(p, bool(step.unclean))
+    if error is not None:
+        p.error(error)
+        p.event("ElectLeaders", election=election, error=error)
+        return
+    if step.leader is not None and leader != step.leader:
+        refuse(p, f"elect names leader {step.leader}, but Kafka's ElectLeaders ({election}) elects "
+                  f"{'no leader' if leader is None else leader}: a KRaft election cannot choose its leader")
+        return
+    elr = tuple(r for r in target_elr(p, c.isr, c.isr, c.elr) if r != leader)
+    write_change(p, leader, c.isr, elr, c.last_known_elr, "election " + election.lower(), unclean=unclean, to=step.to)
+
+
+def create(p: "Partition", step: Elect) -> None:
+    """The partition's first registration: the step's leader, epoch and ISR, or the controller's
+    choice (the first acceptable ISR member, epoch 0, the ISR as it stands)."""
     c = p.controller
     unclean_allowed = p.config.unclean_leader_election if step.unclean is None else step.unclean
     clean = clean_candidates(p)

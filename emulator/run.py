@@ -11,7 +11,8 @@ from .config import Config
 from .effects import Effect
 from .partition import Partition
 from .result import compacted_prefix, result_object, state_snapshot
-from .scenario import Scenario
+from .kraft import REFUSED
+from .scenario import Scenario, ScenarioError
 from .steps import Step, describe_step, step_to_dict
 from .variants import ProtocolVariant, knob_overrides, variant_named
 
@@ -114,6 +115,9 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
                  knobs: dict[str, Any] | None = None, judging: Judging = Judging.INCREMENTAL) -> dict[str, Any]:
     """Replay every step of ``scenario`` under ``protocol`` (plus knobs); return the result object.
 
+    Raises ``ScenarioError`` (the file, the step, why) at a step the variant's controller cannot
+    take (``kraft.REFUSED``): no verdict comes from such a step.
+
     ``prepare(replay)``, when given, loads initial replica state (Kafka replica directories,
     see ``scenario_io.kafka_logs.seed_replay``) before the first step.
     """
@@ -124,6 +128,10 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
     steps_trace = []
     for step in scenario.steps:
         report = replay.apply(step)
+        if any(e["error"] == REFUSED for e in report.errors):
+            reason = next((e.get("reason") for e in report.events if e["event"] == "StepRefused"), "")
+            raise ScenarioError(f"{scenario.source}: step {report.step} ({describe_step(step)}): "
+                                f"not a step the {variant.name} controller can take: {reason}")
         if trace:
             steps_trace.append({
                 "step": report.step,

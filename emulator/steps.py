@@ -273,14 +273,19 @@ _REPLICA = Arg("replica", ArgType.REPLICA, required=True, doc="the broker the st
 
 STEP_TABLE: dict[StepKind, StepSpec] = {spec.kind: spec for spec in (
     StepSpec(StepKind.ELECT, Elect, (
-        Arg("leader", ArgType.REPLICA, doc="the new leader (default: the controller's choice)"),
-        Arg("epoch", ArgType.EPOCH, doc="the leader epoch (default: controller epoch + 1)"),
-        Arg("isr", ArgType.REPLICA_LIST, doc="the new ISR (default: the live ISR plus the leader)"),
+        Arg("leader", ArgType.REPLICA, doc="the new leader (default: the controller's choice); KRaft: after the "
+            "partition's creation only the one ElectLeaders elects"),
+        Arg("epoch", ArgType.EPOCH, doc="the leader epoch (default: controller epoch + 1); KRaft: only at the partition's creation"),
+        Arg("isr", ArgType.REPLICA_LIST, doc="the new ISR (default: the live ISR plus the leader); KRaft: only at the partition's creation"),
         Arg("to", ArgType.REPLICA_LIST, doc="who processes the LeaderAndIsr now (default: every live replica, leader first)"),
-        Arg("unclean", ArgType.BOOL, doc="overrides the topic's unclean_leader_election for this election"),
+        Arg("unclean", ArgType.BOOL, doc="overrides the topic's unclean_leader_election for this election; KRaft: "
+            "true asks ElectLeaders for an UNCLEAN election (default PREFERRED)"),
     ), "The controller writes (leader, epoch, ISR) and sends LeaderAndIsr. Without `leader` it chooses as "
        "Kafka does: the first live ISR member in assignment order, else (unclean allowed) the first live "
-       "replica, else the partition goes offline.", _check_elect),
+       "replica, else the partition goes offline. KRaft: the first elect creates the partition; a later one is "
+       "the admin's ElectLeaders, which writes nothing and answers ELECTION_NOT_NEEDED, "
+       "PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE when it elects nobody new; a step "
+       "asking for more is refused (docs/protocol.md 10.3).", _check_elect),
     StepSpec(StepKind.LEADER_AND_ISR, LeaderAndIsr, (
         _REPLICA,
         Arg("epoch", ArgType.EPOCH, doc="process the pending request of this epoch (default: the newest)"),

@@ -45,8 +45,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     for scenario, files in zip(scenarios, initial):
         for protocol in protocols:
             wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
-            result = run_scenario(scenario, protocol, trace=args.trace or wants_trace or (human and not args.summary),
-                                  prepare=files, knobs=args.knobs)
+            try:
+                result = run_scenario(scenario, protocol, trace=args.trace or wants_trace or (human and not args.summary),
+                                      prepare=files, knobs=args.knobs)
+            except ScenarioError as exc:  # a step this variant's controller cannot take
+                return fail(f"replemu: refused scenario: {exc}")
             if human:
                 _print_human(scenario, result, args.summary)
             if args.check:

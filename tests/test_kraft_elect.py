@@ -1,0 +1,137 @@
+"""`elect` under KRaft is Kafka's ElectLeaders (3.5.0 / 3.8.0 ReplicationControlManager.electLeader):
+PREFERRED by default, UNCLEAN with `unclean: true`; no record and no new epoch when the election is
+not needed or not possible, the answer in the step's errors; the partition's creation is the only
+`elect` that may set an epoch or an ISR, and a step no KRaft controller takes is refused (exit 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from emulator import ScenarioError
+
+from conftest import ROOT, run
+
+KRAFT = ["kip903", "kip966"]
+REPLEMU = Path(sys.executable).with_name("replemu")
+CREATE = {"elect": {"leader": 1, "epoch": 0, "isr": [1, 2, 3]}}
+
+
+def fetch(r):
+    return {"fetch": {"replica": r}}
+
+
+def answers(result) -> list[tuple[int, str]]:
+    return [(e["step"], e["error"]) for e in result["errors"]]
+
+
+def writes(result, step) -> list[dict]:
+    return [e for e in result["trace"][step - 1]["outcome"]["events"] if e["event"] == "PartitionChange"]
+
+
+@pytest.mark.parametrize("protocol", KRAFT)
+def test_preferred_election_while_the_preferred_replica_leads_writes_nothing(protocol):
+    result = run([CREATE, {"produce": {"value": "a"}}, {"elect": {}}], protocol, replicas=(1, 2, 3), trace=True)
+    assert answers(result) == [(3, "ELECTION_NOT_NEEDED")]
+    assert writes(result, 3) == []
+    assert result["final"]["controller"]["epoch"] == 0 and result["final"]["controller"]["leader"] == 1
+
+
+@pytest.mark.parametrize("protocol", KRAFT)
+def test_preferred_election_keeps_a_valid_leader_when_the_preferred_replica_is_out_of_the_isr(protocol):
+    """1 fenced: 2 leads, 1 is not in the ISR, so PREFERRED keeps 2 and writes nothing
+    (electPreferredLeader returns the current leader: a no-op record)."""
+    steps = [CREATE, {"fence": {"replica": 1}}, {"unfence": {"replica": 1}}, {"elect": {}}]
+    result = run(steps, protocol, replicas=(1, 2, 3), trace=True)
+    assert answers(result) == [(4, "PREFERRED_LEADER_NOT_AVAILABLE")]
+    assert writes(result, 4) == []
+    assert result["final"]["controller"]["leader"] == 2 and result["final"]["controller"]["epoch"] == 1
+
+
+@pytest.mark.parametrize("protocol", KRAFT)
+def test_preferred_election_moves_leadership_back_once_the_preferred_replica_is_in_the_isr(protocol):
+    steps = [CREATE, {"fence": {"replica": 1}}, {"unfence": {"replica": 1}}, fetch(1), {"elect": {}}]
+    result = run(steps, protocol, replicas=(1, 2, 3), trace=True)
+    assert answers(result) == []
+    assert [(e["leader"], e["epoch"], e["clean"]) for e in writes(result, 5)] == [(1, 2, True)]
+    assert result["final"]["replicas"]["1"]["role"] == "leader"
+
+
+@pytest.mark.parametrize("protocol", KRAFT)
+def test_unclean_election_is_not_needed_while_a_leader_is_registered(protocol):
+    """The controller cannot see a crash: the crashed leader is still its leader."""
+    steps = [CREATE, {"crash": {"replica": 1}}, {"elect": {"unclean": True}}]
+    result = run(steps, protocol, replicas=(1, 2, 3), trace=True)
+    assert answers(result) == [(3, "ELECTION_NOT_NEEDED")]
+    assert writes(result, 3) == []
+
+
+def test_unclean_election_elects_an_out_of_sync_replica_only_when_nobody_valid_is_left():
+    """kip903: fencing the last ISR member leaves ISR [1] with no leader; PREFERRED finds nobody
+    (PREFERRED_LEADER_NOT_AVAILABLE), UNCLEAN elects the first unfenced replica, ISR [it]."""
+    steps = [
+        {"elect": {"leader": 1, "epoch": 0, "isr": [1]}},
+        {"fence": {"replica": 1}},
+        {"elect": {}},
+        {"elect": {"unclean": True}},
+    ]
+    result = run(steps, "kip903", replicas=(1, 2, 3), trace=True)
+    assert answers(result) == [(3, "PREFERRED_LEADER_NOT_AVAILABLE")]
+    assert [(e["leader"], e["isr"], e["clean"]) for e in writes(result, 4)] == [(2, [2], False)]
+
+
+def test_unclean_election_with_every_broker_fenced_answers_eligible_leaders_not_available():
+    steps = [
+        {"elect": {"leader": 1, "epoch": 0, "isr": [1]}},
+        {"fence": {"replica": 1}},
+        {"fence": {"replica": 2}},
+        {"elect": {"unclean": True}},
+    ]
+    result = run(steps, "kip903", replicas=(1, 2), trace=True)
+    assert answers(result) == [(4, "ELIGIBLE_LEADERS_NOT_AVAILABLE")]
+    assert writes(result, 4) == []
+
+
+@pytest.mark.parametrize("protocol", KRAFT)
+@pytest.mark.parametrize("later", [{"leader": 2, "epoch": 1}, {"isr": [1, 2]}, {"leader": 3}],
+                         ids=["epoch", "isr", "leader-kafka-does-not-elect"])
+def test_a_step_no_kraft_controller_takes_is_refused(protocol, later):
+    """After the creation: an epoch, an ISR, or a leader other than the one ElectLeaders elects (1,
+    the preferred replica, back in the ISR)."""
+    steps = [CREATE, {"fence": {"replica": 1}}, {"unfence": {"replica": 1}}, fetch(1), {"elect": later}]
+    with pytest.raises(ScenarioError, match=r"step 5 \(elect.*not a step the kip9\d\d controller can take"):
+        run(steps, protocol, replicas=(1, 2, 3))
+
+
+@pytest.mark.parametrize("protocol", KRAFT)
+def test_the_partitions_creation_may_set_leader_epoch_and_isr(protocol):
+    result = run([{"elect": {"leader": 2, "epoch": 100, "isr": [2, 3]}}], protocol, replicas=(1, 2, 3))
+    assert result["final"]["controller"]["leader"] == 2
+    assert result["final"]["controller"]["epoch"] == 100 and result["final"]["controller"]["isr"] == [2, 3]
+
+
+def test_replemu_run_refuses_with_the_file_the_step_and_why(tmp_path):
+    path = tmp_path / "forced.yaml"
+    path.write_text(yaml.safe_dump({"name": "forced", "replicas": [1, 2], "steps": [
+        {"elect": {"leader": 1, "epoch": 0, "isr": [1, 2]}}, {"elect": {"leader": 2, "epoch": 1, "isr": [2]}}]}))
+    out = subprocess.run([str(REPLEMU), "run", str(path), "--protocol", "kip903"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    assert f"{path}: step 2 (elect(2, e1, isr=[2])): not a step the kip903 controller can take" in out.stderr
+    assert "only the partition's creation may set" in out.stderr
+    zk = subprocess.run([str(REPLEMU), "run", str(path), "--protocol", "kip320"], capture_output=True, text=True, cwd=ROOT)
+    assert zk.returncode == 0, zk.stderr  # the same forced election is a ZooKeeper controller's step
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "conf" / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_no_bundled_scenario_has_a_kraft_verdict_from_a_forced_step(path):
+    """Every bundled scenario runs under KRaft (nothing refused), and no leader epoch is reused."""
+    for protocol in KRAFT:
+        out = subprocess.run([str(REPLEMU), "run", str(path), "--protocol", protocol, "--check"],
+                             capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "UniqueLeaderPerEpoch" not in out.stdout
