@@ -32,6 +32,48 @@ def log_of(result: dict, replica: int) -> list:
     return [tuple(r) for r in result["final"]["replicas"][str(replica)]["log"]]
 
 
+def output_rows(out: Path) -> dict[tuple[str, int], list[tuple]]:
+    """Every output kind's rows of a ``replemu stream`` output, per micro-batch:
+    ``{(kind, batch_id): sorted rows}``, each row a tuple of ``(column, value)`` pairs.
+
+    The comparison of two set-ups that must give the same results (local, local-cluster, a
+    standalone cluster, Spark Connect, a killed and restarted run): it compares rows, not files,
+    since the names and the split of the Parquet files inside a micro-batch depend on the Spark
+    tasks that wrote them (and compaction moves old micro-batches into ranges). Rows are read with
+    ``streaming.results.read_output`` (the readers' own view of the layout); every directory of
+    OUTPUT that holds ``batch_id=``/``batch_range=`` directories is a kind (the expectation
+    suites' ``validations`` too). Missing values (None, NaN) compare equal; a row's order inside
+    its micro-batch does not count. Shared by the cluster tests; use it wherever outputs of two
+    runs are compared."""
+    import math
+
+    import pandas as pd
+
+    from streaming.results import read_output
+
+    def plain(value):
+        if hasattr(value, "tolist"):  # numpy scalars and arrays
+            value = value.tolist()
+        if isinstance(value, (list, tuple)):
+            return tuple(plain(v) for v in value)
+        if isinstance(value, dict):
+            return tuple(sorted((k, plain(v)) for k, v in value.items()))
+        if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+            return None
+        return value
+
+    out = Path(out)
+    kinds = sorted(d.name for d in out.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))
+                   and any(c.name.startswith(("batch_id=", "batch_range=")) for c in d.iterdir()))
+    rows: dict[tuple[str, int], list[tuple]] = {}
+    for kind in kinds:
+        frame = read_output(out, kind)
+        for record in frame.to_dict("records"):
+            batch_id = int(record.pop("batch_id"))
+            rows.setdefault((kind, batch_id), []).append(tuple(sorted((k, plain(v)) for k, v in record.items())))
+    return {key: sorted(batch, key=repr) for key, batch in sorted(rows.items())}
+
+
 def replemu(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run the CLI as a user does (``python -m emulator`` is the ``replemu`` script)."""
     return subprocess.run([sys.executable, "-m", "replemu", *args], cwd=cwd, capture_output=True, text=True)

@@ -1,12 +1,17 @@
-"""The stream job beyond one JVM gives the outputs of a ``local[2]`` run, byte for byte:
+"""The stream job beyond one JVM gives the results of a ``local[2]`` run:
 
+* on a standalone cluster — pyspark's own master and two workers (``spark-class
+  org.apache.spark.deploy.master.Master`` / ``...worker.Worker``) on 127.0.0.1, one core each;
+  the driver is killed (SIGKILL of its process groups) mid-stream and the same command restarted;
 * on ``local-cluster[2,1,1024]`` — a standalone master, two workers and two executor JVMs, each with
   its own Python workers, all on this machine (the test watches them run);
 * through Spark Connect — a server started from pyspark's own ``sbin/start-connect-server.sh``,
   where the foreachBatch sink, the Python data source and the state function run in the server's
   Python processes and only the listener and the driving loop run in the client.
 
-Both compare every Parquet file (outputs and GX validations) and ``replemu results --json``."""
+Each compares every output kind's rows per micro-batch (``conftest.output_rows``: sorted rows, since
+the Parquet files inside a micro-batch are named and split by the Spark tasks that wrote them,
+which differ between set-ups; the GX validations included) and ``replemu results --json``."""
 
 from __future__ import annotations
 
@@ -22,22 +27,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, replemu
-from processes import job_processes
+from conftest import ROOT, output_rows, replemu
+from processes import job_processes, kill_job
 
 WORKLOAD = ["--workload", "hard", "--partitions", "8", "--seed", "1", "--steps-per-batch", "10", "--max-steps", "30",
             "--protocol", "kip320"]
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
 
-def tree_bytes(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.parquet"))}
-
-
 def assert_same_outputs(out: Path, reference: Path) -> None:
-    got, want = tree_bytes(out), tree_bytes(reference)
-    assert want and sorted(got) == sorted(want)
-    assert [name for name in want if got[name] != want[name]] == []
+    got, want = output_rows(out), output_rows(reference)
+    assert want and ("validations", 0) in want  # the GX results are outputs too
+    assert sorted(got) == sorted(want)
+    assert [key for key in want if got[key] != want[key]] == []
     results = [replemu("results", str(d), "--json") for d in (out, reference)]
     assert [r.returncode for r in results] == [0, 0], results[0].stderr + results[1].stderr
     assert results[0].stdout == results[1].stdout
@@ -112,6 +114,108 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _wait_for(condition, what: str, alive=(), deadline_s: float = 240, log=lambda: ""):
+    """Poll ``condition`` until it returns something true (returned); fail naming ``what`` when the
+    generous deadline passes or a process of ``alive`` ended."""
+    deadline = time.monotonic() + deadline_s
+    while not (result := condition()):
+        ended = [p.args for p in alive if p.poll() is not None]
+        assert not ended and time.monotonic() < deadline, f"{what}: never happened ({ended or 'deadline'})\n{log()}"
+        time.sleep(0.2)
+    return result
+
+
+def _master_state(ui_port: int) -> dict:
+    """The standalone master's state (its web UI's JSON), {} while it does not answer."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as answer:
+            return json.load(answer)
+    except OSError:
+        return {}
+
+
+@pytest.fixture
+def standalone_cluster(tmp_path):
+    """pyspark's own standalone master and two workers (1 core, 1 GiB each) on 127.0.0.1, on free
+    ports; work directories and logs under ``tmp_path``; every process of theirs (the executors
+    and their Python workers too) killed at the end, even when the test failed.
+
+    Yields ``(master URL, master UI port, [each worker's work directory])``."""
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOG_DIR": str(tmp_path / "cluster-logs"), "SPARK_NO_DAEMONIZE": "1"}
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    port, ui = _free_port(), _free_port()
+    logs = tmp_path / "cluster-logs"
+    logs.mkdir()
+    procs: list[subprocess.Popen] = []
+
+    def start(name: str, argv: list[str]) -> None:
+        with open(logs / f"{name}.log", "w") as log:
+            procs.append(subprocess.Popen([spark_class, *argv], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, start_new_session=True))
+
+    def log() -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(logs.glob("*.log")))
+
+    work_dirs = [tmp_path / f"worker-{i}" for i in (1, 2)]
+    try:
+        start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                         "--webui-port", str(ui)])
+        _wait_for(lambda: _master_state(ui).get("status") == "ALIVE", "the master is up", procs, log=log)
+        for i, work in enumerate(work_dirs, 1):
+            start(f"worker-{i}", ["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
+                                  "--cores", "1", "--memory", "1g", "--work-dir", str(work), "--webui-port", str(_free_port())])
+        _wait_for(lambda: _master_state(ui).get("aliveworkers") == 2, "two workers registered", procs, log=log)
+        yield f"spark://127.0.0.1:{port}", ui, work_dirs
+    finally:
+        kill_job({p.pid for p in procs})  # master, workers, executor JVMs and their Python workers
+        for p in procs:
+            p.wait()
+
+
+def test_on_a_standalone_cluster_a_driver_killed_mid_stream_and_restarted_gives_local_results(
+        tmp_path, standalone_cluster, local_output):
+    master, ui, work_dirs = standalone_cluster
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    cmd = [sys.executable, "-m", "replemu", "stream", *WORKLOAD, "--master", master, "--shuffle-partitions", "2",
+           "--no-spark-ui", "--output", str(out), "--checkpoint", str(ck)]
+    # a cluster master forces no address; on this one machine the driver binds to 127.0.0.1 like the cluster
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+    def landed() -> int:  # micro-batches completed (the driver's progress listener, one line each)
+        progress = out / "progress.jsonl"
+        return len(progress.read_text().splitlines()) if progress.exists() else 0
+
+    # 1: the driver (its Python, its JVM and their Python processes) killed once micro-batch 0 landed
+    with open(tmp_path / "first.err", "w") as err:
+        first = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    try:
+        _wait_for(lambda: landed() >= 1, "micro-batch 0 landed", [first], deadline_s=400,
+                  log=lambda: (tmp_path / "first.err").read_text()[-2000:])
+        assert landed() < 3, "the job finished before the kill"
+    finally:
+        kill_job({first.pid})
+        first.wait()
+    # the master sees the driver gone and ends its application (its executors with it)
+    _wait_for(lambda: not _master_state(ui).get("activeapps", [None]), "the killed application ended", deadline_s=240)
+
+    # 2: the same command, restarted from the checkpoint, finishes the stream
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert landed() >= 3
+    # both applications (the killed one and the restart) ran executors on both workers
+    state = _wait_for(lambda: (st := _master_state(ui)) and not st["activeapps"] and st, "the restart's application ended",
+                      deadline_s=120)
+    apps = [app["id"] for app in state["completedapps"]]
+    assert len(apps) == 2 and state["aliveworkers"] == 2, state
+    for work in work_dirs:
+        assert sorted(d.name for d in work.iterdir() if d.name.startswith("app-")) == sorted(apps), work
+    assert_same_outputs(out, local_output)
 
 
 @pytest.fixture
