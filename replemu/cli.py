@@ -116,7 +116,18 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--shuffle-partitions", type=_int_between(1, 10_000), default=None, metavar="N",
                         help="state partitions of a new checkpoint (default: the master's cores, e.g. local[4] -> 4); "
                              "fixed for the checkpoint's life, a restart reads it back")
+    stream.add_argument("--retain", action="append", default=[], metavar="KIND=BATCHES",
+                        help="drop KIND's rows of micro-batches older than the last BATCHES (repeatable; e.g. "
+                             "timeline=1000; recorded in OUTPUT/retention.json; kinds replemu results needs are kept)")
     _add_knob(stream)
+
+    compact = sub.add_parser("compact", help="compact a stream output's older micro-batches into ranges (what a "
+                             "running stream does itself), without Spark")
+    compact.add_argument("output", metavar="OUTPUT_DIR", help="a stream's --output directory (local; no job running in it)")
+    compact.add_argument("--keep-recent", type=_int_between(1, 2**62), default=200, metavar="N",
+                         help="leave the newest N micro-batches as they are (default 200)")
+    compact.add_argument("--retain", action="append", default=[], metavar="KIND=BATCHES",
+                         help="also drop KIND's rows of micro-batches older than the last BATCHES (as replemu stream --retain)")
 
     state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")
     state.add_argument("checkpoint", metavar="CHECKPOINT_DIR")
@@ -263,7 +274,7 @@ def _size(text: str) -> int:
 COMMANDS = {
     "run": "replay", "export": "replay", "inspect": "replay", "steps": "replay",
     "compile": "compile",
-    "stream": "stream", "state": "stream", "results": "stream", "checkpoint": "stream",
+    "stream": "stream", "state": "stream", "results": "stream", "checkpoint": "stream", "compact": "stream",
     "dashboard": "dashboard", "serve": "serve",
     "campaign": "campaign", "shrink": "campaign",
     "explore": "explore",

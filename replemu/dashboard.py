@@ -17,11 +17,12 @@ step, coloured by epoch, with HW, LEO and the leader marked); a variant × invar
 linking each invariant's first violation and its batch's GX validation page; per-invariant
 violation counts over micro-batches; the expectation results per batch.
 
-Reading a stream output (``RunReader``) goes by batch directory: every
-``OUTPUT/<kind>/batch_id=N`` is read once and cached under its inode and modification time
-(a batch Spark replays is swapped in by a rename, so it gets a new inode), so a page that
-follows a running job reads only the batches that landed since; a partition's rows are read
-with a filter on (topic, partition), per batch, and cached for the last partitions asked for.
+Reading a stream output (``RunReader``) goes by unit (``streaming.output_layout``: a fresh
+``OUTPUT/<kind>/batch_id=N`` or a compacted ``batch_range=A-B``, the shadowing rule applied):
+each is read once, split into its batches and cached under its inode and modification time (a
+batch Spark replays, or a range, is swapped in by a rename, so it gets a new inode), so a page
+that follows a running job reads only what landed since; a partition's rows are read with a
+filter on (topic, partition), per unit, and cached per batch for the last partitions asked for.
 
 ``cmd_dashboard`` is the command ``replemu dashboard``.
 """
@@ -33,7 +34,6 @@ import hashlib
 import html
 import json
 import os
-import re
 import threading
 from collections import OrderedDict
 from importlib import resources
@@ -174,7 +174,6 @@ def _status_counts(entries: list[dict]) -> dict[str, int]:
 
 # -- stream outputs ---------------------------------------------------------------------------
 
-_BATCH_DIR = re.compile(r"batch_id=(\d{1,12})")
 OVERVIEW_KINDS = ("summary", "violations", "losses", "errors", "quarantine", "validations")
 DETAIL_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors")
 ALL_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors", "quarantine", "validations")
@@ -190,50 +189,60 @@ def inside(root: Path, path: Path) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def batch_dirs(out: Path, kind: str) -> dict[int, tuple[str, Path]]:
-    """``{batch id: (signature, directory)}`` of ``OUTPUT/<kind>/batch_id=N``: the signature is
-    the directory's inode and modification time (a replayed batch is renamed into place).
-    Symbolic links and directories being written (``.batch_id=N.tmp``) are skipped."""
-    base = out / kind
-    found: dict[int, tuple[str, Path]] = {}
-    if base.is_symlink():
-        return found
+def batch_dirs(out: Path, kind: str) -> dict[int, tuple[str, Any]]:
+    """``{batch id: (signature, unit)}`` of the batches of ``kind`` a reader reads
+    (``streaming.output_layout``: fresh ``batch_id=N`` directories and compacted
+    ``batch_range=A-B`` ones, the shadowing rule applied); the signature is the unit's (a
+    directory renamed into place gets a new one), so a range's batches share it.  Symbolic
+    links and directories being written (``.NAME.tmp``) are skipped."""
+    from streaming.output_layout import LayoutError, visible_units
+
     try:
-        with os.scandir(base) as it:
-            for e in it:
-                m = _BATCH_DIR.fullmatch(e.name)
-                if m and e.is_dir(follow_symlinks=False):
-                    st = e.stat(follow_symlinks=False)
-                    found[int(m[1])] = (f"{st.st_ino:x}.{st.st_mtime_ns:x}", Path(e.path))
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        pass
+        units = visible_units(out, kind)
+    except LayoutError:
+        return {}
+    found: dict[int, tuple[str, Any]] = {}
+    for u in units:
+        for b in (_range_batches(out, u) if u.ranged else (u.first,)):
+            found[b] = (u.signature, u)
     return found
 
 
-def _parquet_files(directory: Path) -> list[str]:
-    """The Parquet files of one batch directory (regular files only, never a link)."""
+_MANIFESTS: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()  # (path, signature) -> batch ids
+_MANIFESTS_LOCK = threading.Lock()
+
+
+def _range_batches(out: Path, unit) -> tuple[int, ...]:
+    """The batch ids a compacted range holds (its manifest, read once per signature)."""
+    from streaming.output_layout import unit_batches
+
+    key = (str(out / unit.kind / unit.name), unit.signature)
+    with _MANIFESTS_LOCK:
+        if key in _MANIFESTS:
+            return _MANIFESTS[key]
     try:
-        with os.scandir(directory) as it:
-            return sorted(e.path for e in it if e.name.endswith(".parquet") and e.is_file(follow_symlinks=False))
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return []
+        ids = tuple(sorted(unit_batches(out, unit)))
+    except (OSError, ValueError):
+        return ()
+    with _MANIFESTS_LOCK:
+        _MANIFESTS[key] = ids
+        while len(_MANIFESTS) > 4096:
+            _MANIFESTS.popitem(last=False)
+    return ids
 
 
-def _read_batch(directory: Path, columns: list[str] | None = None, filter=None):
-    """One batch directory as an Arrow table (None when it holds no readable Parquet file, e.g.
-    because it was replaced while being read)."""
+def _read_unit(out: Path, unit, columns: list[str] | None = None, filter=None):
+    """One unit (a batch directory or a range) as an Arrow table with ``batch_id`` (None when it
+    holds no readable Parquet file, e.g. because it was replaced while being read)."""
     import pyarrow as pa
-    import pyarrow.dataset as ds
 
-    files = _parquet_files(directory)
-    if not files:
+    from streaming.output_layout import read_units, unit_files
+
+    if not unit_files(out, unit):
         return None
     try:
-        dataset = ds.dataset(files, format="parquet")
-        if columns is not None:
-            columns = [c for c in columns if c in dataset.schema.names]
-        return dataset.to_table(columns=columns, filter=filter)
-    except (OSError, pa.ArrowInvalid):
+        return read_units(out, [unit], columns=columns, filter=filter)
+    except (OSError, pa.ArrowInvalid, ValueError):
         return None
 
 
@@ -286,8 +295,13 @@ class RunReader:
         except (OSError, ValueError):
             return {}
 
-    def listing(self) -> dict[str, dict[int, tuple[str, Path]]]:
-        return {kind: batch_dirs(self.out, kind) for kind in ALL_KINDS}
+    def listing(self) -> dict[str, dict[int, tuple[str, Any]]]:
+        listing = {kind: batch_dirs(self.out, kind) for kind in ALL_KINDS}
+        with self._lock:  # units compacted away or replaced: their pieces go
+            live = {(kind, entry[1].name, entry[0]) for kind, batches in listing.items() for entry in batches.values()}
+            for key in [k for k, (sig, _) in self._batch_cache.items() if (k[0], k[1], sig) not in live]:
+                del self._batch_cache[key]
+        return listing
 
     def status(self) -> dict[str, Any]:
         """The run's batches with one signature each (every kind's directory of that batch and
@@ -354,23 +368,33 @@ class RunReader:
                 cache["offset"] += end
             return dict(cache["rows"])
 
-    # -- per batch directory, cached by signature
-    def _cached(self, kind: str, batch: int, entry: tuple[str, Path], build: Callable[[Any], Any]) -> Any:
-        key = (kind, batch)
+    # -- per unit (a batch directory or a compacted range), cached by signature
+    def _unit_pieces(self, kind: str, entry: tuple[str, Any]) -> dict[int, Any]:
+        """Each batch's piece of one unit: the unit read once (its view columns only)."""
+        from streaming.output_layout import split_by_batch
+
+        signature, unit = entry
+        key = (kind, unit.name)
         with self._lock:
             hit = self._batch_cache.get(key)
-            if hit is not None and hit[0] == entry[0]:
+            if hit is not None and hit[0] == signature:
                 return hit[1]
-        value = build(_read_batch(entry[1], columns=_OVERVIEW_COLUMNS.get(kind)))
+        table = _read_unit(self.out, unit, columns=_OVERVIEW_COLUMNS.get(kind))
+        build = _PIECE_BUILDERS[kind]
+        if table is None:
+            pieces = {} if unit.ranged else {unit.first: build(None)}
+        else:
+            pieces = {b: build(t.drop_columns(["batch_id"])) for b, t in split_by_batch(table).items()}
         with self._lock:
-            self._batch_cache[key] = (entry[0], value)
-        return value
+            self._batch_cache[key] = (signature, pieces)
+        return pieces
 
     def _batch_piece(self, kind: str, batch: int, listing: dict) -> Any:
         entry = listing[kind].get(batch)
         if entry is None:
             return _EMPTY_PIECE[kind]()
-        return self._cached(kind, batch, entry, lambda t: _PIECE_BUILDERS[kind](t))
+        piece = self._unit_pieces(kind, entry).get(batch)
+        return _EMPTY_PIECE[kind]() if piece is None else piece
 
     def batches(self, ids: list[int] | None = None) -> list[dict[str, Any]]:
         """Each batch: its progress (timestamp, input rows, duration, state bytes), the
@@ -498,7 +522,7 @@ class RunReader:
                 del have[b]
             missing = {b: entry for b, entry in present.items() if b not in have or have[b][0] != entry[0]}
             if missing:
-                for b, table in _read_batches(kind, missing, flt).items():
+                for b, table in _read_batches(self.out, kind, missing, flt).items():
                     have[b] = (missing[b][0], table)
             parts = [have[b][1] for b in sorted(have) if have[b][1] is not None and have[b][1].num_rows]
             tables[kind] = pa.concat_tables(parts, promote_options="default") if parts else None
@@ -550,31 +574,34 @@ class RunReader:
         return logs_at(entry["log"], step, replicas)
 
 
-def _read_batches(kind: str, batches: dict[int, tuple[str, Path]], flt) -> dict[int, Any]:
-    """Rows matching ``flt`` of several batch directories of one kind, in one threaded scan:
-    ``{batch id: Arrow table with a batch_id column}`` (an unreadable batch: None)."""
+def _read_batches(out: Path, kind: str, batches: dict[int, tuple[str, Any]], flt) -> dict[int, Any]:
+    """Rows matching ``flt`` of several batches of one kind, in one threaded scan of the units
+    holding them: ``{batch id: Arrow table with a batch_id column}`` (an unreadable batch: None)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
-    files = [f for _, directory in batches.values() for f in _parquet_files(directory)]
-    out: dict[int, Any] = {b: None for b in batches}
-    if not files:
-        return out
-    base = str(next(iter(batches.values()))[1].parent)
+    from streaming.output_layout import read_units, split_by_batch
+
+    units = {entry[1].name: entry[1] for entry in batches.values()}
+    out_tables: dict[int, Any] = {b: None for b in batches}
+    columns = _DETAIL_COLUMNS.get(kind)
     try:
-        table = ds.dataset(files, format="parquet", partitioning=ds.partitioning(pa.schema([("batch_id", pa.int64())]), flavor="hive"),
-                           partition_base_dir=base).to_table(filter=flt, columns=_DETAIL_COLUMNS.get(kind))
-    except (OSError, pa.ArrowInvalid):  # a batch replaced while it was read: read them one by one
-        for b, (_, directory) in batches.items():
-            columns = [c for c in _DETAIL_COLUMNS[kind] if c != "batch_id"] if kind in _DETAIL_COLUMNS else None
-            t = _read_batch(directory, columns=columns, filter=flt)
-            out[b] = None if t is None else t.append_column("batch_id", pa.array([b] * t.num_rows, pa.int64()))
-        return out
-    ids = table["batch_id"]
-    for b in batches:
-        out[b] = table.filter(pc.equal(ids, b))
-    return out
+        table = read_units(out, list(units.values()), columns=columns, filter=flt)
+        parts = split_by_batch(table)
+        empty = table.slice(0, 0)
+        for b in batches:
+            out_tables[b] = parts.get(b, empty)
+        return out_tables
+    except (OSError, pa.ArrowInvalid, ValueError):  # a unit replaced while it was read: read them one by one
+        pass
+    for unit in units.values():
+        t = _read_unit(out, unit, columns=columns, filter=flt)
+        if t is None:
+            continue
+        parts = split_by_batch(t)
+        for b, entry in batches.items():
+            if entry[1].name == unit.name:
+                out_tables[b] = parts.get(b, t.slice(0, 0))
+    return out_tables
 
 
 # What a partition's view reads of each kind (the timeline's JSON columns are the bulk of its bytes).

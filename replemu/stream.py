@@ -54,6 +54,12 @@ def cmd_stream(args: argparse.Namespace) -> int:
         trigger = parse_trigger(args.trigger)
     except TriggerError as exc:
         return fail(f"replemu: error: {exc}")
+    from streaming.compaction import parse_retain
+
+    try:
+        args.retention = parse_retain(args.retain)
+    except ValueError as exc:
+        return fail(f"replemu: error: {exc}")
     if args.master is not None and master_problem(args.master):
         return fail(f"replemu: error: {master_problem(args.master)}")
     if args.remote is not None and remote_problem(args.remote):
@@ -209,7 +215,8 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
                                    max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms,
                                    spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(),
                                    knobs=args.knobs, state_store=args.state_store, stop=stop,
-                                   shuffle_partitions=args.shuffle_partitions)
+                                   shuffle_partitions=args.shuffle_partitions,
+                                   **({"retention": args.retention} if args.retention else {}))
             except Exception as exc:  # the query failed: one line for the cause, every trace in the log
                 if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j", "grpc") and not isinstance(exc, OSError):
                     raise
@@ -315,6 +322,50 @@ def cmd_results(args: argparse.Namespace) -> int:
             print(summary_text(args.output))
     except ResultsError as exc:
         return fail(f"replemu: error: {exc}")
+    return EXIT_OK
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    """``replemu compact OUTPUT``: what a running stream does after each micro-batch
+    (``streaming.compaction``), with pyarrow, for an output no job is writing (its lock is taken)."""
+    from streaming.checkpoint import CheckpointError, Claim, _lock
+    from streaming.compaction import CompactionPolicy, compaction_text, file_count, maybe_compact, parse_retain
+    from streaming.output_layout import LayoutError, all_units
+    from streaming.results import local_output_problem
+    from streaming.storage import LocalStore
+
+    try:
+        policy = CompactionPolicy(keep_recent=args.keep_recent, retain=parse_retain(args.retain))
+    except ValueError as exc:
+        return fail(f"replemu: error: {exc}")
+    if local_output_problem(args.output):
+        return fail(f"replemu: error: {local_output_problem(args.output)}")
+    out = Path(args.output)
+    if not (out / "run.json").is_file():
+        return fail(f"replemu: error: {out}: not a replemu stream output directory (no run.json)")
+    store = LocalStore(out)
+    try:
+        newest = max((u.last for kind in store.list() for u in all_units(store, kind)), default=None)
+    except LayoutError as exc:
+        return fail(f"replemu: error: {exc}")
+    if newest is None:
+        print(f"{out}: no micro-batches")
+        return EXIT_OK
+    claim = Claim()
+    try:
+        _lock(out, "output directory", claim)
+    except CheckpointError as exc:
+        return fail(f"replemu: error: {exc}")
+    try:
+        before = file_count(out)
+        report = maybe_compact(store, None, newest, policy)
+        after = file_count(out)
+    except LayoutError as exc:
+        return fail(f"replemu: error: {exc}")
+    finally:
+        claim.release()
+    print(f"{out}: newest micro-batch {newest}; {compaction_text(report)}; files {before['files']:,} -> {after['files']:,}, "
+          f"directories {before['dirs']:,} -> {after['dirs']:,}")
     return EXIT_OK
 
 

@@ -226,7 +226,10 @@ class Lease:
 
 
 def _has_batches(store) -> bool:
-    return any(name.startswith("batch_id=") for kind in store.list() for name in store.list(kind))
+    """Whether the output holds micro-batches (fresh or compacted: ``streaming.output_layout``)."""
+    from .output_layout import has_batches
+
+    return has_batches(store)
 
 
 def claim_run(checkpoint_dir: str | Path, output_dir: str | Path, identity: dict[str, Any],

@@ -25,15 +25,15 @@ from emulator.result import result_object
 
 def read_output(output_dir: str | Path, kind: str):
     """One output kind of a job (``timeline``, ``summary``, ``validations`` ...) as pandas, with
-    its ``batch_id``; an empty frame when the job wrote none."""
-    output_dir = Path(output_dir)
+    its ``batch_id`` (int64), in batch order; an empty frame when the job wrote none.  Fresh
+    micro-batches and compacted ranges alike (``streaming.output_layout``)."""
     import pandas as pd
-    import pyarrow.dataset as ds
 
-    path = output_dir / kind
-    if not path.exists() or not any(path.iterdir()):
+    from streaming.output_layout import read_kind
+
+    table = read_kind(Path(output_dir), kind)
+    if table.num_rows == 0:
         return pd.DataFrame()
-    table = ds.dataset(str(path), format="parquet", partitioning="hive").to_table()
     return table.to_pandas()
 
 
