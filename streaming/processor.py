@@ -400,7 +400,12 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
     from emulator.workload import WorkloadGenerator, profile_from_mapping
 
     out = [e for e in events if not (e.get("type") == TICK_TYPE and e.get("reason") is None and e.get("raw") is None)]
-    generator = None if st.get("generator") is None else WorkloadGenerator.from_bytes(st["generator"])
+    generator = None
+    if st.get("generator") is not None:
+        data = bytes(st["generator"])
+        live = _LIVE_GENERATORS.pop((topic, partition), None)
+        # the generator this worker left in these very bytes (the same object, not yet read back)
+        generator = live[1] if live is not None and live[0] == data else WorkloadGenerator.from_bytes(data)
     dumps = json.dumps
     for e in sorted(ticks, key=lambda e: -1 if e["seq"] is None else e["seq"]):
         try:
@@ -428,8 +433,19 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
             (kind, step_args), = step.items()
             out.append({"topic": topic, "partition": partition, "seq": seq, "type": kind, "args": dumps(step_args), "raw": None})
     if generator is not None:
-        st["generator"] = generator.to_bytes()
+        st["generator"] = data = generator.to_bytes()
+        if len(_LIVE_GENERATORS) >= _LIVE_GENERATORS_MAX:
+            _LIVE_GENERATORS.clear()
+        _LIVE_GENERATORS[(topic, partition)] = (data, generator)
     return out
+
+
+# Per Python worker: (topic, partition) -> (the bytes it saved, the generator they hold), so a
+# worker that serves the partition again reads no bytes back when the state holds exactly those
+# (a replayed batch or a partition served elsewhere in between has other bytes: read from them).
+# Bounded.
+_LIVE_GENERATORS: dict[tuple, tuple[bytes, Any]] = {}
+_LIVE_GENERATORS_MAX = 2048
 
 
 # Parsed steps by (type, args text, assignment): every step of a kind and arguments parses to the
