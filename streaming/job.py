@@ -1,8 +1,9 @@
 """The Spark Structured Streaming job of ``replemu stream``.
 
     file or workload source -> streaming.pipeline.replicate (step the core per partition)
-                            -> foreachBatch: streaming.sink.ParquetSink, one Parquet directory per
-                               output kind and batch id
+                            -> foreachBatch: streaming.sink.ParquetSink — the executors turn the
+                               payloads into rows and write one Parquet directory per output kind
+                               and batch id; the driver renames it into place
 
 Every output kind is written under ``OUTPUT/<kind>/batch_id=<id>/``; a batch that Spark
 replays after a restart replaces its own directory, so each micro-batch lands exactly once.
@@ -198,9 +199,13 @@ def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=s
     buffered rows stay in the state and are applied if the missing row arrives in a later run.
     Only the two state fields it needs are read (no partition's logs are decoded).
     """
+    from pyspark.sql.functions import col, length
+
     df = spark.read.format("statestore").load(str(checkpoint_dir))
     gaps = []
-    for row in df.select("key.topic", "key.partition", "value.groupState.next_seq", "value.groupState.waiting").collect():
+    held = col("value.groupState.waiting")  # "[]" when nothing waits: only the waiting partitions reach the driver
+    for row in (df.where(held.isNotNull() & (length(held) > 2))
+                .select("key.topic", "key.partition", "value.groupState.next_seq", "value.groupState.waiting").collect()):
         waiting = json.loads(bytes(row["waiting"]).decode("utf-8")) if row["waiting"] is not None else []
         if waiting:
             gaps.append({"topic": row["topic"], "partition": row["partition"], "missing_seq": row["next_seq"],

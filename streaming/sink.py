@@ -1,7 +1,13 @@
 """The job's own sink: each micro-batch's output rows as Parquet, one directory per kind and
-batch id (``OUTPUT/<kind>/batch_id=<id>/``), replaced when Spark replays a batch after a restart,
-so each micro-batch lands exactly once.  A ``BatchObserver`` (the expectation suites, given by
-the application) sees every micro-batch's rows after they landed."""
+batch id (``OUTPUT/<kind>/batch_id=<id>/part-00000.parquet, part-00001.parquet...``, one file per
+Spark task that had rows of that kind), replaced when Spark replays a batch after a restart, so
+each micro-batch lands exactly once.
+
+The driver plans and commits; the executors do the work that grows with the data: they turn the
+payloads into rows, write each kind with Spark's Parquet writer into ``.batch_id=N.tmp``, and the
+driver renames that directory into place (``commit_written``).  What reaches the driver is one
+count per kind.  A ``BatchObserver`` (the expectation suites, given by the application) sees the
+same rows as Spark DataFrames after they landed."""
 
 from __future__ import annotations
 
@@ -35,11 +41,12 @@ class BatchStats:
 
 
 class BatchObserver(Protocol):
-    """Sees each micro-batch's output rows once they landed (``frames``: kind -> pandas frame of
-    that kind's ``KIND_COLUMNS``, sorted as written); must never raise into the query.
-    ``finish`` runs when the query ends."""
+    """Sees each micro-batch's output rows once they landed (``kinds``: kind -> Spark DataFrame of
+    that kind's ``KIND_COLUMNS``, cached on the executors for the call; only the kinds with rows);
+    must never raise into the query and never bring the rows to the driver.  ``finish`` runs when
+    the query ends."""
 
-    def on_batch(self, frames: dict[str, Any], batch_id: int, output_dir: Path) -> None: ...
+    def on_spark_batch(self, kinds: dict[str, Any], batch_id: int, output_dir: Path) -> None: ...
 
     def finish(self, output_dir: Path) -> None: ...
 
@@ -91,52 +98,160 @@ class ParquetSink:
 
     def __call__(self, df, batch_id: int) -> None:
         """The ``foreachBatch`` function, behind ``streaming.pipeline.payloads`` (the job's own:
-        one payload per partition) or ``replicate`` (``OUTPUT_SCHEMA`` rows)."""
-        from streaming.processor import tables_from_payloads
-        from streaming.schemas import tables_by_kind
+        one payload per partition) or ``replicate`` (``OUTPUT_SCHEMA`` rows).
 
-        if "payload" in df.columns:
-            tables, partitions = tables_from_payloads(row["payload"] for row in df.select("payload").collect())
-        else:
-            tables = tables_by_kind(df.toArrow())
-            # Every partition that applied a step this batch has one summary row.
-            partitions = tables["summary"].num_rows if "summary" in tables else 0
-        self.write(tables, batch_id, partitions)
+        Nothing of the micro-batch comes to the driver but its row count per kind: the payloads
+        become rows on the executors (``payloads_to_rows``), the rows are cached there, and each
+        kind is written by Spark's Parquet writer from the executors (``land``)."""
+        from streaming.pipeline import payloads_to_rows
+        from streaming.schemas import OUTPUT_SCHEMA
 
-    def write(self, tables: dict[str, Any], batch_id: int, partitions: int) -> None:
-        """Write each kind's rows (Arrow tables) of batch ``batch_id``, sorted; run the observer.
+        rows = df if "kind" in df.columns else df.mapInArrow(payloads_to_rows, OUTPUT_SCHEMA)
+        rows = rows.persist()
+        try:
+            counts = {kind: int(n) for kind, n in rows.groupBy("kind").count().collect()}
+            self.land({kind: kind_frame(rows, kind) for kind, n in counts.items() if n}, counts, batch_id)
+        finally:
+            rows.unpersist()
 
-        The sort keys are unique per row (a partition, a step, a row index or replica), so the
-        written order is the same whatever order Spark handed the partitions over in."""
+    def land(self, kinds: dict[str, Any], counts: dict[str, int], batch_id: int) -> None:
+        """Write each kind's rows of batch ``batch_id`` (Spark DataFrames, ``kind_frame``) into
+        ``OUTPUT/<kind>/.batch_id=N.tmp`` with Spark's writer, then commit it as ``batch_id=N``
+        (``commit_written``); remove what a replayed batch no longer has; run the observer on the
+        same frames."""
         from streaming.schemas import OUTPUT_KINDS
 
-        counts, written = {}, {}
+        counts = {kind: int(counts.get(kind, 0)) for kind in OUTPUT_KINDS}
         self.check_output(f"before micro-batch {batch_id}")
         try:
+            written = [kind for kind in OUTPUT_KINDS if counts[kind]]
+            staging = {kind: f"{kind}/.batch_id={batch_id}.tmp" for kind in written}
+            run_concurrently([lambda kind=kind: kinds[kind].write.mode("overwrite").option(SUCCESS_MARKER, "false")
+                              .parquet(self.store.uri(staging[kind])) for kind in written],
+                             kinds[written[0]].sparkSession if written else None)
             for kind in OUTPUT_KINDS:
-                table = tables.get(kind)
-                counts[kind] = 0 if table is None else table.num_rows
                 target = f"{kind}/batch_id={batch_id}"
-                if not counts[kind]:
+                if kind in staging:
+                    commit_written(self.store, staging[kind], target)
+                else:
                     self.store.remove(target)  # a replayed batch that now has nothing of this kind
-                    continue
-                table = written[kind] = sorted_kind_table(kind, table)
-                self.store.replace_dir(target, {BATCH_FILE: parquet_bytes(table)})
             if self.observer is not None:
-                self.observer.on_batch({kind: t.to_pandas() for kind, t in written.items()}, batch_id, self.observer_dir)
+                landed = {k: kinds[k] for k in OUTPUT_KINDS if counts[k]}
+                if hasattr(self.observer, "on_spark_batch"):
+                    self.observer.on_spark_batch(landed, batch_id, self.observer_dir)
+                else:  # BRIDGE (to go): an observer of pandas frames, until the suites run on Spark
+                    self.observer.on_batch({k: f.toPandas() for k, f in landed.items()}, batch_id, self.observer_dir)
                 if self._mirror is not None:
                     self._mirror.upload_changes()
         except OSError:
             self.check_output(f"while micro-batch {batch_id} was written")  # a write that failed because OUTPUT went
             raise
         self.check_output(f"while micro-batch {batch_id} was written")  # before Spark commits it
-        stats = BatchStats(batch_id, counts, partitions, counts["violations"], counts["quarantine"])
+        self._record(BatchStats(batch_id, counts, counts["summary"], counts["violations"], counts["quarantine"]))
+
+    def _record(self, stats: "BatchStats") -> None:
         self.stats.append(stats)
         if self.on_batch:
             self.on_batch(stats)
 
+    def write(self, tables: dict[str, Any], batch_id: int, partitions: int) -> None:
+        """Write Arrow tables (per kind) as batch ``batch_id`` from this process, one file per kind:
+        for rows already in memory (tests, tools), never the stream's path (``__call__``).  The
+        observer is not run."""
+        from streaming.schemas import OUTPUT_KINDS
 
-BATCH_FILE = "part-0.parquet"
+        counts = {}
+        self.check_output(f"before micro-batch {batch_id}")
+        for kind in OUTPUT_KINDS:
+            table = tables.get(kind)
+            counts[kind] = 0 if table is None else table.num_rows
+            target = f"{kind}/batch_id={batch_id}"
+            if not counts[kind]:
+                self.store.remove(target)
+                continue
+            self.store.replace_dir(target, {part_name(0): parquet_bytes(sorted_kind_table(kind, table))})
+        self._record(BatchStats(batch_id, counts, partitions, counts["violations"], counts["quarantine"]))
+
+
+# Spark's file committer writes an empty _SUCCESS file beside the parts unless told not to.
+SUCCESS_MARKER = "mapreduce.fileoutputcommitter.marksuccessfuljobs"
+
+
+def run_concurrently(actions: list[Callable[[], Any]], session=None) -> None:
+    """Run Spark actions (each kind's write) as concurrent Spark jobs from threads that inherit the
+    caller's Spark local properties: the executors' slots fill with every kind's tasks at once
+    instead of one small job after another.  Re-raises the first failure once all have ended."""
+    if len(actions) < 2:
+        for action in actions:
+            action()
+        return
+    from pyspark import InheritableThread
+
+    errors: list[BaseException] = []
+
+    def guarded(action: Callable[[], Any]) -> None:
+        try:
+            action()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            errors.append(exc)
+
+    threads = [InheritableThread(guarded, args=(action,), session=session) for action in actions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def part_name(index: int) -> str:
+    """The name of the ``index``-th Parquet file of a committed batch directory."""
+    return f"part-{index:05d}.parquet"
+
+
+def is_part(name: str) -> bool:
+    """A Parquet data file of a batch directory: ``part-00000.parquet`` (this layout),
+    ``part-0.parquet`` (the single-file layout before it) or Spark's own ``part-…-c000.snappy.parquet``."""
+    return name.startswith("part-") and name.endswith(".parquet")
+
+
+def commit_written(store, staging: str, target: str) -> list[str]:
+    """Make the directory Spark's writer filled (``staging``) the batch directory ``target``:
+    everything but the data files goes (Hadoop's ``.crc`` files, markers), the data files are
+    renamed ``part-00000.parquet``, ``part-00001.parquet``... in Spark's task order (so the same
+    rows under the same partitioning give the same names and bytes), then ``target`` is replaced
+    by the whole directory in one rename: a reader sees the old batch or the new one, never half.
+    Returns the data files' names."""
+    names = store.list(staging)
+    parts = sorted(n for n in names if is_part(n))
+    for name in names:  # markers and the like; a part's checksum moves with it through Hadoop
+        if name not in parts and not name.endswith(".crc"):
+            store.remove(f"{staging}/{name}")
+    final = [part_name(i) for i in range(len(parts))]
+    for old, new in zip(parts, final):
+        if old != new:
+            store.rename(f"{staging}/{old}", f"{staging}/{new}")
+    for name in store.list(staging):  # checksums left behind by a rename outside Hadoop
+        if name.endswith(".crc") and name[1:-4] not in final:
+            store.remove(f"{staging}/{name}")
+    store.remove(target)
+    store.rename(staging, target)
+    return final
+
+
+def kind_frame(rows, kind: str):
+    """One kind's rows of a Spark DataFrame of ``OUTPUT_SCHEMA`` rows: that kind's columns, sorted
+    within each Spark partition by ``SORT_KEYS`` (the order the sink writes)."""
+    from pyspark.sql.functions import col
+
+    from streaming.schemas import KIND_COLUMNS
+
+    cols = KIND_COLUMNS[kind]
+    return (rows.where(col("kind") == kind).select(*cols)
+            .sortWithinPartitions(*[c for c in SORT_KEYS if c in cols]))
+
+
+BATCH_FILE = "part-0.parquet"  # the one file of a batch directory of the older single-file layout
 
 
 def parquet_bytes(table) -> bytes:
@@ -150,11 +265,11 @@ def parquet_bytes(table) -> bytes:
 
 
 def write_batch_dir(target: Path, table) -> None:
-    """Replace the local directory ``target`` with one holding ``part-0.parquet``: written aside,
+    """Replace the local directory ``target`` with one holding ``part-00000.parquet``: written aside,
     then swapped in, so a replayed batch replaces its output and a reader never sees half of it."""
     from streaming.storage import LocalStore
 
-    LocalStore(target.parent).replace_dir(target.name, {BATCH_FILE: parquet_bytes(table)})
+    LocalStore(target.parent).replace_dir(target.name, {part_name(0): parquet_bytes(table)})
 
 
 
@@ -162,16 +277,29 @@ def landed_stats(store, batch_id: int) -> BatchStats:
     """The counts of micro-batch ``batch_id`` read back from the Parquet footers the sink wrote to
     ``store``: for a sink that ran in another process (Spark Connect runs foreachBatch on the
     server).  Every partition with rows has one summary row per batch."""
+    from streaming.schemas import OUTPUT_KINDS
+
+    rows = {kind: landed_rows(store, f"{kind}/batch_id={batch_id}") for kind in OUTPUT_KINDS}
+    return BatchStats(batch_id, rows, rows["summary"], rows["violations"], rows["quarantine"])
+
+
+def landed_rows(store, directory: str) -> int:
+    """The rows of a batch directory's data files, from their footers alone (0 when it is absent)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from streaming.schemas import OUTPUT_KINDS
+    from streaming.storage import LocalStore
 
-    rows = {}
-    for kind in OUTPUT_KINDS:
-        rel = f"{kind}/batch_id={batch_id}/{BATCH_FILE}"
-        rows[kind] = pq.ParquetFile(pa.BufferReader(store.read_bytes(rel))).metadata.num_rows if store.exists(rel) else 0
-    return BatchStats(batch_id, rows, rows["summary"], rows["violations"], rows["quarantine"])
+    total = 0
+    for name in store.list(directory) if store.exists(directory) else ():
+        if not is_part(name):
+            continue
+        rel = f"{directory}/{name}"
+        if isinstance(store, LocalStore):
+            total += pq.read_metadata(store.root / rel).num_rows
+        else:
+            total += pq.ParquetFile(pa.BufferReader(store.read_bytes(rel))).metadata.num_rows
+    return total
 
 
 SORT_KEYS = ("topic", "partition", "seq", "idx", "replica")  # unique per row within each kind

@@ -86,6 +86,14 @@ class LocalStore:
         elif p.exists() or p.is_symlink():
             p.unlink()
 
+    def uri(self, rel: str = "") -> str:
+        """``rel`` as a location Spark's writers and readers take."""
+        return str(self._p(rel).resolve())
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move ``src`` to ``dst`` (a file or a directory; ``dst`` must not exist)."""
+        os.replace(self._p(src), self._p(dst))
+
     def replace_dir(self, rel: str, files: dict[str, bytes]) -> None:
         """Replace the directory ``rel`` by one holding ``files``: written aside, then swapped in."""
         target = self._p(rel)
@@ -178,6 +186,13 @@ class HadoopStore:
         path = self._p(rel)
         if self.fs.exists(path):
             self._call(f"delete {rel}", self.fs.delete, path, True)
+
+    def uri(self, rel: str = "") -> str:
+        return f"{self.location}/{rel}" if rel else self.location
+
+    def rename(self, src: str, dst: str) -> None:
+        if not self._call(f"rename {src} to {dst}", self.fs.rename, self._p(src), self._p(dst)):
+            raise StoreError(f"{self.location}: could not rename {src} to {dst}")
 
     def replace_dir(self, rel: str, files: dict[str, bytes]) -> None:
         target = self._p(rel)

@@ -72,7 +72,7 @@ def test_kill_9_at_seeded_points_of_every_kind_then_restart_gives_the_uninterrup
     assert [k.kind for k in result.kills] == [p.kind for p in result.plan]  # every kill made, where planned
     assert result.starts == KILLS + 1
     c = result.comparison
-    assert "validations/batch_id=5/part-0.parquet" in c.compared  # the GX results are outputs too
+    assert "validations/batch_id=5/part-00000.parquet" in c.compared  # the GX results are outputs too
     assert c.by_ext[".parquet"] >= 4 * 6 and {"run.json", "gaps.json"} <= set(c.compared)
     assert (c.missing, c.extra, c.different) == ([], [], [])
     assert c.docs["missing"] == []  # every batch's Data Docs page survives the kills (GX results kept on disk)

@@ -47,7 +47,7 @@ def test_a_stream_on_hadoop_uris_restarts_and_writes_the_bytes_of_a_run_on_plain
     got, want = parquet_files(out), parquet_files(tmp_path / "plain-out")
     assert set(got) == set(want) and any(k.startswith("validations/") for k in want)
     assert got == want  # outputs and expectation results, byte for byte
-    assert any(out.rglob(".part-0.parquet.crc"))  # written by Hadoop's local filesystem, not by os calls
+    assert any(out.rglob(".part-00000.parquet.crc"))  # written by Hadoop's local filesystem, not by os calls
     assert (out / "data_docs" / "index.html").exists()  # GX wrote them locally; they were copied to the URI
     assert not (out / LOCK_FILE).exists() and not (ck / LOCK_FILE).exists()  # the leases were released
     assert json.loads((ck / "replemu-identity.json").read_text())["identity"]["protocol"] == "hw"
