@@ -14,6 +14,10 @@ when the profile allows it); fast elections deliver LeaderAndIsr to some replica
 others process it some steps later; a restarted broker processes the current LeaderAndIsr
 (maybe late).  A shadow partition (kip320, stepped without a checker: ``shadow_compactable_offset``) tells the
 generator who leads and who follows; the generated steps are the same for every variant.
+
+``WorkloadGenerator`` is that sequence as an object that stops anywhere and resumes from its bytes
+(``step_bursts`` drives one): the streaming job keeps each partition's generator in the
+partition's state, so the steps are generated where the partition is stepped.
 """
 
 from __future__ import annotations
