@@ -66,7 +66,8 @@ KEPT_KINDS = {
     "quarantine": "replemu results lists the bad input rows from it",
     "validations": "the expectation verdicts are kept",
 }
-ROWS_PER_FILE = 1_000_000  # pyarrow path: a range's files roll over at this many rows
+ROWS_PER_FILE = 500_000  # pyarrow path: a range's files roll over at this many rows
+ROW_GROUP = 64_000
 
 
 def _sort_spec(kind: str) -> tuple[tuple[str, ...], bool]:
@@ -296,31 +297,31 @@ def _write_arrow(store, m: Merge, tmp: str) -> None:
     out = root / tmp
     out.mkdir(parents=True)
     keys, nulls_first = _sort_spec(m.kind)
-    writer, schema, written, part = None, None, 0, 0
-    try:
-        for u in sorted(m.inputs, key=lambda u: u.first):
-            table = layout.read_units(root, [u])
-            if not table.num_rows:
-                continue
-            if not u.ranged:
-                nulls = "at_start" if nulls_first else "at_end"
-                sort = [(c, "ascending", nulls) for c in keys if c in table.column_names]
-                if sort:
-                    table = table.sort_by(sort)
-            if schema is None:
-                schema = table.schema
-            table = table.select(schema.names).cast(schema)
-            for chunk in table.to_batches(max_chunksize=64_000):
-                if writer is None or written >= ROWS_PER_FILE:
-                    if writer is not None:
-                        writer.close()
-                    writer = pq.ParquetWriter(str(out / f"part-{part:05d}.parquet"), schema)
-                    part, written = part + 1, 0
-                writer.write_batch(chunk)
-                written += chunk.num_rows
-    finally:
-        if writer is not None:
-            writer.close()
+    schema, pending, rows, part = None, [], 0, 0
+
+    def flush() -> None:
+        nonlocal pending, rows, part
+        if pending:  # one file, row groups of ROW_GROUP rows (not one per input: thousands of tiny groups read slowly)
+            pq.write_table(pa.concat_tables(pending), str(out / f"part-{part:05d}.parquet"), row_group_size=ROW_GROUP)
+            part += 1
+        pending, rows = [], 0
+
+    for u in sorted(m.inputs, key=lambda u: u.first):
+        table = layout.read_units(root, [u])
+        if not table.num_rows:
+            continue
+        if not u.ranged:
+            nulls = "at_start" if nulls_first else "at_end"
+            sort = [(c, "ascending", nulls) for c in keys if c in table.column_names]
+            if sort:
+                table = table.sort_by(sort)
+        if schema is None:
+            schema = table.schema
+        pending.append(table.select(schema.names).cast(schema))
+        rows += table.num_rows
+        if rows >= ROWS_PER_FILE:
+            flush()
+    flush()
 
 
 def _record_retention(store, policy: CompactionPolicy, kept_from: dict[str, int]) -> None:

@@ -278,6 +278,8 @@ def read_units(where, units: list[Unit], columns: list[str] | None = None, filte
     if not tables:
         return pa.table({"batch_id": pa.array([], pa.int64())})
     tables = [_batch_id_last(t) for t in tables]
+    if len(tables) == 2 and ranged and fresh and ranged[0].first < fresh[0].first:
+        tables.reverse()  # older ranges first, then the fresh batches: in batch order, no sort needed
     if len(tables) == 2:
         first = tables[0].schema
         try:

@@ -75,11 +75,15 @@ def results_from_frames(frames: dict[str, Any]) -> list[dict[str, Any]]:
     grouped: dict[str, dict[tuple[str, int], list[dict]]] = {}
     for kind in ("violations", "losses", "errors", "log"):
         t = frames[kind]
-        grouped[kind] = {} if t.empty else {
-            (str(topic), int(partition)): g.to_dict("records")
-            for (topic, partition), g in t.sort_values(["topic", "partition", "batch_id", "seq", "idx"], kind="stable").groupby(
-                ["topic", "partition"], sort=False)
-        }
+        groups: dict[tuple[str, int], list[dict]] = {}
+        if not t.empty:  # one pass over the records (a pandas groupby + to_dict per partition costs ~10 ms each)
+            for r in t.sort_values(["topic", "partition", "batch_id", "seq", "idx"], kind="stable").to_dict("records"):
+                key = (str(r["topic"]), int(r["partition"]))
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = []
+                group.append(r)
+        grouped[kind] = groups
 
     def rows_of(kind: str, topic: str, partition: int):
         return grouped[kind].get((topic, partition), [])
