@@ -39,10 +39,13 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, observer: BatchObserver | None = None,
                  workload: dict | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None,
-                 shuffle_partitions: int | None = None, store=None, rows: bool = False):
+                 shuffle_partitions: int | None = None, store=None, rows: bool = False, retention: dict | None = None):
     """Start the query; returns ``(query, sink)``.  ``store``: the output's (``streaming.storage``),
     opened here when not given.  ``rows``: hand the sink ``replicate``'s rows instead of the
     payloads (the same files; a benchmark and a test compare the two).
+
+    ``retention``: ``{kind: batches}`` kept of the bulky kinds (``replemu stream --retain``); older
+    micro-batches are compacted into ranges after every batch either way (``streaming.compaction``).
 
     ``state_store`` and ``shuffle_partitions`` (None: the session's) apply to this query only; Spark
     records both in a new checkpoint and a restart uses the recorded ones.
@@ -86,7 +89,10 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     # partitions still waiting for a sequence number are then reported from the state store.
     outputs = (replicate if rows else payloads)(events, protocol, knobs, None if trigger.drains else gap_timeout_ms,
                                                 compact_min_records)
-    sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer, store=store)
+    from streaming.compaction import CompactionPolicy
+
+    sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer, store=store,
+                       compaction=CompactionPolicy(retain=dict(retention or {})))
     writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
     writer = trigger.apply(writer)
     query_conf = {}  # fixed in the checkpoint by the query's first start
@@ -112,7 +118,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
                compact_min_records=None, observer=None, workload=None, knobs=None, state_store=None,
-               stop=None, shuffle_partitions=None, rows=False) -> list[BatchStats]:
+               stop=None, shuffle_partitions=None, rows=False, retention=None) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time),
     or until ``stop`` (a ``threading.Event``) is set: then the query is stopped between two
     micro-batches — the one running finishes and commits first — and the run ends normally.
@@ -132,7 +138,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
                                    observer=observer, workload=workload, knobs=knobs, state_store=state_store,
-                                   shuffle_partitions=shuffle_partitions, store=store, rows=rows)
+                                   shuffle_partitions=shuffle_partitions, store=store, rows=rows, retention=retention)
         printed = set()
         sink_elsewhere = is_connect(spark)  # the sink ran on the Connect server: its counts are in its files
 

@@ -66,6 +66,7 @@ class ParquetSink:
     store: Any = None
     _mirror: Any = None
     _watch: bool | None = None  # OUTPUT held its run.json when this process first wrote a batch
+    compaction: Any = None  # a streaming.compaction.CompactionPolicy: run after every landed batch
 
     def __post_init__(self) -> None:
         from streaming.storage import LocalStore, Mirror
@@ -113,6 +114,16 @@ class ParquetSink:
             self.land({kind: kind_frame(rows, kind) for kind, n in counts.items() if n}, counts, batch_id)
         finally:
             rows.unpersist()
+        if self.compaction is not None:
+            self.compact(df.sparkSession, batch_id)
+
+    def compact(self, spark, batch_id: int) -> None:
+        """After batch ``batch_id`` landed: merge the older batches the policy says are due into
+        ranges, drop what retention asks (``streaming.compaction``; the merges are Spark jobs)."""
+        from streaming.compaction import maybe_compact
+
+        self.check_output(f"before compacting after micro-batch {batch_id}")
+        maybe_compact(self.store, spark, batch_id, self.compaction)
 
     def land(self, kinds: dict[str, Any], counts: dict[str, int], batch_id: int) -> None:
         """Write each kind's rows of batch ``batch_id`` (Spark DataFrames, ``kind_frame``) into
