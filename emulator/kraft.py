@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition
 
 NO_ANSWER = "UNSUPPORTED_VERSION"  # a KRaft-only request under a ZooKeeper variant
+NO_LEADER = -1  # Kafka's LeaderConstants.NO_LEADER, as stored in a LastKnownELR (section 10.5)
 
 
 def is_kraft(p: "Partition") -> bool:
@@ -61,8 +62,12 @@ def target_elr(p: "Partition", old_isr: tuple[int, ...], isr: tuple[int, ...], e
     return tuple(sorted((set(elr) | set(old_isr)) - set(isr) - set(unclean_shutdown)))
 
 
-def recovery_choice(p: "Partition", isr: tuple[int, ...], elr: tuple[int, ...]) -> int | None:
-    """Unclean recovery's leader once no clean election is possible, or None (wait).
+def recovery_choice(p: "Partition", isr: tuple[int, ...], elr: tuple[int, ...],
+                    last_known: tuple[int, ...] | None = None) -> int | None:
+    """Unclean recovery's leader once no clean election is possible, or None (wait).  ``isr``,
+    ``elr`` and ``last_known`` are the change's targets (default LastKnownELR: the partition's):
+    an ELR member that registers after an unclean shutdown joins the LastKnownELR in the same
+    change, and balanced recovery waits for its answer too.
 
     ``last_known_leader`` (Kafka's code): ISR and ELR empty and LastKnownELR holds one broker, the
     last leader: elected (the code does not require it to be acceptable).  ``balanced`` (KIP-966):
@@ -70,11 +75,13 @@ def recovery_choice(p: "Partition", isr: tuple[int, ...], elr: tuple[int, ...]) 
     highest (last epoch, LEO).  ``proactive``: any acceptable replica that answered, the best."""
     c, strategy = p.controller, p.variant.unclean_recovery
     if strategy == "last_known_leader":
-        if not isr and not elr and len(c.last_known_elr) == 1:
+        # the partition's LastKnownELR (the builder's target holds only what the change stores);
+        # a stored -1 (NO_LEADER, section 10.5) elects nobody: the record would not change.
+        if not isr and not elr and len(c.last_known_elr) == 1 and c.last_known_elr[0] != NO_LEADER:
             return c.last_known_elr[0]
         return None
     if strategy == "balanced":
-        quorum = c.last_known_elr
+        quorum = c.last_known_elr if last_known is None else last_known
         if isr or elr or not quorum or not all(m in c.log_info and acceptable(p, m) for m in quorum):
             return None
         answered = [m for m in p.assignment if m in quorum]
@@ -111,7 +118,7 @@ def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_
     if not valid(leader):
         leader = next((r for r in p.assignment if valid(r)), None)
         if leader is None:
-            leader = recovery_choice(p, isr, elr)
+            leader = recovery_choice(p, isr, elr, last_known)
             if leader == ineligible:
                 leader = None
             unclean = leader is not None
@@ -138,8 +145,10 @@ def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: 
     if p.variant.unclean_recovery == "last_known_leader" and p.variant.elr:
         # maybeUpdateLastKnownLeader: the last leader, stored when the ISR first becomes empty;
         # cleared once the partition has a leader again.
-        if not isr and c.isr and c.leader is not None and c.last_known_elr != (c.leader,):
-            last_known = (c.leader,)
+        # Kafka stores partition.leader, NO_LEADER (-1) when the partition has none.
+        last_leader = NO_LEADER if c.leader is None else c.leader
+        if not isr and c.isr and c.last_known_elr != (last_leader,):
+            last_known = (last_leader,)
         elif leader is not None:
             last_known = ()
         else:
@@ -342,7 +351,8 @@ def fence_broker(p: "Partition", r: int, why: str) -> None:
     c.log_info.pop(r, None)
     p.effect(MetadataChanged(c.partition_epoch))  # a BrokerRegistrationChangeRecord: fenced
     p.event("BrokerFenced", replica=r, why=why)
-    change_partition(p, tuple(x for x in c.isr if x != r), why, exclude=r)
+    if r in c.isr:  # handleBrokerFenced: brokersToIsrs.partitionsWithBrokerInIsr (3.5.0 - 3.8.0)
+        change_partition(p, tuple(x for x in c.isr if x != r), why, exclude=r)
 
 
 def unfence(p: "Partition", step: Unfence) -> None:
@@ -407,8 +417,15 @@ def shutdown(p: "Partition", step: Shutdown) -> None:
     """A clean shutdown; under KRaft a controlled shutdown first (KIP-841): leadership moves away
     and the broker leaves the ISR before it stops (it is fenced once it has stopped)."""
     rep = p.replicas[step.replica]
-    if is_kraft(p) and rep.alive and rep.id not in p.controller.fenced:
+    c = p.controller
+    if is_kraft(p) and rep.alive and rep.id not in c.fenced:
         fence_broker(p, rep.id, "controlled shutdown")
+    elif is_kraft(p) and rep.alive and rep.id in c.isr:
+        # A fenced broker asking to shut down is answered SHUTDOWN_NOW and handleBrokerFenced runs
+        # again (3.8.0 BrokerHeartbeatManager.calculateNextBrokerState, processBrokerHeartbeat):
+        # it leaves every ISR that still holds it.
+        p.event("BrokerFenced", replica=rep.id, why="shutdown now")
+        change_partition(p, tuple(x for x in c.isr if x != rep.id), "shutdown now", exclude=rep.id)
     recovery.shutdown(p, step)
 
 

@@ -110,9 +110,8 @@ def maybe_increment_high_watermark(p: "Partition", leader: Replica) -> bool:
     if p.variant.strict_min_isr_hw and len(ls.isr) < p.config.min_insync_replicas:
         return False
     new_hw = leader.log.end
-    fenced = p.controller.fenced if p.variant.hw_ignores_ineligible else ()
     for f, remote in ls.remote_leo.items():
-        if remote < new_hw and (f in isr or (caught_up(p, ls, f) and f not in fenced)):
+        if remote < new_hw and (f in isr or (caught_up(p, ls, f) and hw_waits_for(p, ls, f))):
             new_hw = remote
     if new_hw <= leader.hw:
         return False
@@ -121,6 +120,17 @@ def maybe_increment_high_watermark(p: "Partition", leader: Replica) -> bool:
     p.effect(LeaderHw(leader.id, new_hw))
     complete_delayed_produces(p, leader)
     return True
+
+
+def hw_waits_for(p: "Partition", ls: LeaderState, f: int) -> bool:
+    """Whether a caught-up follower outside the ISR holds the HW back.  With
+    ``hw_ignores_ineligible`` only one eligible for the ISR does (3.6.0 - 3.8.0
+    ``Partition.maybeIncrementLeaderHW``: ``shouldWaitForReplicaToJoinIsr`` tests
+    ``isReplicaIsrEligible``): not fenced and, under KIP-903, the broker epoch its last fetch
+    carried is the registered one (``isBrokerEpochIsrEligible``)."""
+    if not p.variant.hw_ignores_ineligible:
+        return True
+    return f not in p.controller.fenced and isr_eligible(p, ls, f)
 
 
 def caught_up(p: "Partition", ls: LeaderState, f: int) -> bool:
