@@ -147,11 +147,7 @@ class ParquetSink:
                 else:
                     self.store.remove(target)  # a replayed batch that now has nothing of this kind
             if self.observer is not None:
-                landed = {k: kinds[k] for k in OUTPUT_KINDS if counts[k]}
-                if hasattr(self.observer, "on_spark_batch"):
-                    self.observer.on_spark_batch(landed, batch_id, self.observer_dir)
-                else:  # BRIDGE (to go): an observer of pandas frames, until the suites run on Spark
-                    self.observer.on_batch({k: f.toPandas() for k, f in landed.items()}, batch_id, self.observer_dir)
+                self.observer.on_spark_batch({k: kinds[k] for k in OUTPUT_KINDS if counts[k]}, batch_id, self.observer_dir)
                 if self._mirror is not None:
                     self._mirror.upload_changes()
         except OSError:
