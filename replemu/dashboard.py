@@ -231,6 +231,17 @@ def _range_batches(out: Path, unit) -> tuple[int, ...]:
     return ids
 
 
+def _dropped_before(out: Path) -> dict[str, int]:
+    """``OUTPUT/retention.json``'s ``{kind: first batch id kept}`` (``replemu stream --retain``)."""
+    from streaming.output_layout import RETENTION_FILE, read_retention
+
+    path = out / RETENTION_FILE
+    if path.is_symlink() or not inside(out, path):
+        return {}
+    dropped = read_retention(out).get("dropped_before")
+    return {str(k): int(v) for k, v in dropped.items() if isinstance(v, int)} if isinstance(dropped, dict) else {}
+
+
 def _read_unit(out: Path, unit, columns: list[str] | None = None, filter=None):
     """One unit (a batch directory or a range) as an Arrow table with ``batch_id`` (None when it
     holds no readable Parquet file, e.g. because it was replaced while being read)."""
@@ -491,6 +502,9 @@ class RunReader:
                   "version": status["version"], "batch_ids": ids, "partitions": partitions, "matrix": matrix,
                   "counts": _status_counts(partitions), "quarantined": quarantined_total,
                   "docs_index": self.docs_href("index.html") if index.is_file() and inside(self.out, index) else None}
+        dropped = _dropped_before(self.out)
+        if dropped:  # --retain: these kinds' rows of micro-batches before the id were dropped
+            result["dropped_before"] = dropped
         with self._lock:
             self._overview = (status["version"], result)
         return result

@@ -328,7 +328,7 @@ def cmd_results(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     """``replemu compact OUTPUT``: what a running stream does after each micro-batch
     (``streaming.compaction``), with pyarrow, for an output no job is writing (its lock is taken)."""
-    from streaming.checkpoint import CheckpointError, Claim, _lock
+    from streaming.checkpoint import CheckpointError, lock_directory
     from streaming.compaction import CompactionPolicy, compaction_text, file_count, maybe_compact, parse_retain
     from streaming.output_layout import LayoutError, all_units
     from streaming.results import local_output_problem
@@ -351,9 +351,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
     if newest is None:
         print(f"{out}: no micro-batches")
         return EXIT_OK
-    claim = Claim()
     try:
-        _lock(out, "output directory", claim)
+        claim = lock_directory(out, "output directory")
     except CheckpointError as exc:
         return fail(f"replemu: error: {exc}")
     try:

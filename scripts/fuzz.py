@@ -873,7 +873,9 @@ class Misuse:
 
 
 def _batches(out: Path) -> int:
-    return len(list((out / "summary").glob("batch_id=*"))) if (out / "summary").is_dir() else 0
+    from streaming.output_layout import batch_index  # fresh and compacted micro-batches alike
+
+    return len(batch_index(out, "summary"))
 
 
 def misuse_cases(base: Path, events: Path, other_events: Path) -> tuple[list[Misuse], list[Misuse], list[Misuse]]:

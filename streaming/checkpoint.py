@@ -167,6 +167,14 @@ def _lock(directory: Path, what: str, claim: Claim) -> None:
     claim.held.append((path, fd))
 
 
+def lock_directory(directory: str | Path, what: str) -> Claim:
+    """Lock a local ``directory`` as a running job does (``replemu compact`` on an output);
+    ``CheckpointError`` when a running job holds it."""
+    claim = Claim()
+    _lock(Path(directory), what, claim)
+    return claim
+
+
 LEASE_S = 60.0  # a lease not renewed for this long belongs to a job that died
 RENEW_S = 15.0
 

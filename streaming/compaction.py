@@ -188,8 +188,11 @@ def plan(store, committed_batch: int, policy: CompactionPolicy, kinds=ALL_KINDS)
                 visible = [u for u in visible if u.last >= cut]
         claimed: set[str] = set()
         for size in sizes:
-            for start in range(0, horizon + 1 - size + 1, size):
+            # only the blocks that hold a unit (a long run has ~F ranges per level and K + S fresh batches)
+            for start in sorted({u.first // size * size for u in visible if u.last <= horizon}):
                 last = start + size - 1
+                if last > horizon:
+                    continue
                 inside = [u for u in visible if start <= u.first and u.last <= last and u.name not in claimed]
                 if not inside:
                     continue
@@ -228,14 +231,7 @@ def merge(store, spark, m: Merge, crash_before_removal: bool = False) -> None:
     tmp = f"{m.kind}/.{m.name}.tmp"
     target = f"{m.kind}/{m.name}"
     store.remove(tmp)
-    rows: dict[int, int] = {}
-    for u in m.inputs:
-        rows.update(layout.unit_batches(store, u))
-    rows = {b: n for b, n in rows.items() if n}
-    if spark is not None:
-        _write_spark(store, spark, m, tmp)
-    else:
-        _write_arrow(store, m, tmp)
+    rows = _write_spark(store, spark, m, tmp) if spark is not None else _write_arrow(store, m, tmp)
     store.write_bytes(f"{tmp}/{layout.MANIFEST}", layout.manifest_bytes(m.first, m.last, rows))
     if store.exists(target):  # a block's range rewritten (its inputs included the old one's rows)
         store.remove(target)
@@ -260,7 +256,7 @@ def _rename(store, src: str, dst: str) -> None:
         raise StoreError(f"{store.location}: could not rename {src} to {dst}")
 
 
-def _write_spark(store, spark, m: Merge, tmp: str) -> None:
+def _write_spark(store, spark, m: Merge, tmp: str) -> dict[int, int]:
     """The merge as a Spark job: the executors read the inputs and write the range's files."""
     from pyspark.sql import functions as F
 
@@ -283,9 +279,12 @@ def _write_spark(store, spark, m: Merge, tmp: str) -> None:
     order = [F.col("batch_id").asc()] + [F.col(c).asc_nulls_first() if nulls_first else F.col(c).asc_nulls_last()
                                          for c in keys if c in columns]
     df.select(*columns).orderBy(*order).write.mode("overwrite").parquet(join(store.location, tmp))
+    # The manifest's row counts, from the range just written (its batch_id column, on the executors).
+    counted = spark.read.parquet(join(store.location, tmp)).groupBy("batch_id").count().collect()
+    return {int(b): int(n) for b, n in counted}
 
 
-def _write_arrow(store, m: Merge, tmp: str) -> None:
+def _write_arrow(store, m: Merge, tmp: str) -> dict[int, int]:
     """The merge with pyarrow (a local output, no Spark): unit by unit, in batch order, so memory
     holds one input at a time."""
     import pyarrow as pa
@@ -298,6 +297,7 @@ def _write_arrow(store, m: Merge, tmp: str) -> None:
     out.mkdir(parents=True)
     keys, nulls_first = _sort_spec(m.kind)
     schema, pending, rows, part = None, [], 0, 0
+    counts: dict[int, int] = {}
 
     def flush() -> None:
         nonlocal pending, rows, part
@@ -319,9 +319,12 @@ def _write_arrow(store, m: Merge, tmp: str) -> None:
             schema = table.schema
         pending.append(table.select(schema.names).cast(schema))
         rows += table.num_rows
+        for b, t in layout.split_by_batch(table).items():
+            counts[b] = counts.get(b, 0) + t.num_rows
         if rows >= ROWS_PER_FILE:
             flush()
     flush()
+    return counts
 
 
 def _record_retention(store, policy: CompactionPolicy, kept_from: dict[str, int]) -> None:
