@@ -43,6 +43,19 @@ def empty_kind(spark, kind: str):
     return spark.createDataFrame([], StructType([fields[c] for c in KIND_COLUMNS[kind]]))
 
 
+VALIDATED_KINDS = ("timeline", "log", "summary")  # the kinds the two frames are built from
+
+
+def kind_dataframes(rows) -> dict[str, Any]:
+    """A micro-batch of ``OUTPUT_SCHEMA`` rows (a Spark DataFrame with the ``kind`` column, as
+    ``streaming.pipeline.replicate`` returns) as the kinds ``validation_frames_spark`` reads:
+    kind -> DataFrame of that kind's rows (lazy filters of ``rows``)."""
+    from pyspark.sql import functions as F
+    from streaming.schemas import KIND_COLUMNS
+
+    return {kind: rows.where(F.col("kind") == kind).select(*KIND_COLUMNS[kind]) for kind in VALIDATED_KINDS}
+
+
 def validation_frames_spark(kinds: dict[str, Any], spark=None) -> dict[str, Any]:
     """``{"timeline": DataFrame, "partitions": DataFrame}`` from one micro-batch's rows by kind
     (each a Spark DataFrame with at least that kind's ``KIND_COLUMNS`` it uses; a missing kind has

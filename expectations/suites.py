@@ -1,8 +1,9 @@
 """Great Expectations suites generated from the core's invariant registry.
 
 Every expectation carries ``meta = {"invariant": <exact §C name>, "ref": "C.x"}``, so a failed
-expectation and a core violation read the same.  Two frames are validated per micro-batch
-(built by ``frames_from_outputs`` from the stream's own output rows, as pandas):
+expectation and a core violation read the same.  Two frames are validated per micro-batch,
+built from the stream's own output rows by ``frames_from_outputs`` (pandas, in this process) or
+by ``spark_frames.validation_frames_spark`` (Spark, where the rows are; the same rows):
 
 * ``timeline`` — one row per step and replica.  Structural truths GX evaluates itself:
   HW <= LEO on live replicas (HighWatermarkSanity), epoch-cache start offsets strictly
@@ -14,7 +15,9 @@ expectation and a core violation read the same.  Two frames are validated per mi
   registry, True when the core found it violated so far, each expected to be False.
 
 GX runs with an ephemeral, in-code context: no project directory, analytics off, progress
-bars off, no network.
+bars off, no network; on pandas frames (its pandas datasource) or on Spark DataFrames (its Spark
+datasource: aggregates and bounded samples computed by the executors), with the same result
+rows, results files and Data Docs pages (``BatchValidator``'s ``engine``).
 """
 
 from __future__ import annotations
@@ -225,7 +228,9 @@ class BatchValidator:
 
     def validate(self, frames: dict[str, Any], batch_id: int) -> list[dict[str, Any]]:
         """One row per expectation: batch_id, invariant, expectation, success, unexpected_count,
-        partitions (the offending partition keys), docs (the Data Docs page, relative)."""
+        partitions (the partition keys of the first ``OFFENDING_LIMIT`` offending rows in the
+        frame's order), docs (the Data Docs page, relative).  ``frames``: the two validation
+        frames, pandas or Spark as the ``engine`` says; a frame without rows is not validated."""
         rows = []
         for frame, checkpoints in self.checkpoints.items():
             df = frames[frame]
@@ -464,6 +469,23 @@ def make_docs_offline(docs_dir: Path) -> dict[str, list[str]]:
     return remaining
 
 
+def materialized(df) -> tuple[Any, Any]:
+    """``df`` computed once on the executors and kept there, and the function that releases it.
+
+    A classic session checkpoints it locally (``localCheckpoint``: its blocks on the executors, its
+    plan cut to a scan of them, their order kept): GX builds a new query for every metric, and
+    Spark analyses and optimises the frame's whole plan (from_json, the window, the join, the
+    sort) for each of them over a cached one; over the checkpoint it plans a scan. The
+    checkpoint's blocks are released at once, not left to the JVM's garbage collector. Spark
+    Connect (no JVM here) caches it instead."""
+    if hasattr(df, "_jdf"):  # classic pyspark: the Dataset behind the Python object
+        checkpoint = df.localCheckpoint(eager=True)
+        rdd = checkpoint._jdf.queryExecution().logical().rdd()  # a LogicalRDD over the checkpointed RDD
+        return checkpoint, lambda: rdd.unpersist(False)
+    df = df.persist()
+    return df, df.unpersist
+
+
 def _error_rows(batch_id: int, exc: Exception) -> list[dict]:
     return [{"batch_id": batch_id, "invariant": None, "expectation": "validation_error", "frame": None,
              "success": False, "unexpected_count": 0, "partitions": [], "docs": f"{type(exc).__name__}: {exc}"}]
@@ -514,21 +536,24 @@ class ExpectationsObserver:
     def on_spark_batch(self, kinds: dict[str, Any], batch_id: int, output_dir: Path) -> None:
         """The suites on one micro-batch where its rows are: ``kinds`` maps an output kind to a
         Spark DataFrame of (at least) its ``KIND_COLUMNS`` (a kind without rows may be missing).
-        The two validation frames are computed by Spark (``spark_frames``), cached while GX's
-        Spark datasource validates them, and unpersisted; the driver receives O(expectations)
+        The two validation frames are computed by Spark (``spark_frames``), kept on the executors
+        while GX's Spark datasource validates them (``materialized``), and released; the driver receives O(expectations)
         values and at most ``OFFENDING_LIMIT`` offending rows per failed expectation."""
         from expectations.spark_frames import validation_frames_spark
 
         started = time.perf_counter()
         frames: dict[str, Any] = {}
+        releases: list = []
         try:
-            frames = {name: df.persist() for name, df in validation_frames_spark(kinds).items()}
+            for name, df in validation_frames_spark(kinds).items():
+                frames[name], release = materialized(df)
+                releases.append(release)
             rows = self.validator(output_dir, "spark").validate(frames, batch_id)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
             rows = _error_rows(batch_id, exc)
         finally:
-            for df in frames.values():
-                df.unpersist()
+            for release in releases:
+                release()
         self._record(rows, batch_id, output_dir, started)
 
     def _record(self, rows: list[dict], batch_id: int, output_dir: Path, started: float) -> None:

@@ -13,11 +13,11 @@ import yaml
 
 from emulator import VARIANT_NAMES, parse_scenario
 from emulator.invariants import INVARIANT_NAMES
-from expectations.spark_frames import validation_frames_spark
-from expectations.suites import OFFENDING_LIMIT, BatchValidator, ExpectationsObserver, frames_from_outputs
+from expectations.spark_frames import kind_dataframes, validation_frames_spark
+from expectations.suites import OFFENDING_LIMIT, BatchValidator, ExpectationsObserver, frames_from_outputs, materialized
 from streaming.events import scenario_rows
 from streaming.processor import process_batch
-from streaming.schemas import KIND_COLUMNS, arrow_schema, output_arrow_schema, tables_by_kind
+from streaming.schemas import KIND_COLUMNS, arrow_schema, output_arrow_schema, output_rows_table, tables_by_kind
 from streaming.sink import sorted_kind_table
 
 from conftest import BUNDLED
@@ -185,12 +185,15 @@ def test_spark_and_pandas_validation_give_the_same_rows_results_files_and_docs(s
     picked = [(v, b, t) for v, b, t in variant_batches if v in ("hw", "kip320")]
     for batch_id, (variant, batch, tables) in enumerate(picked):
         expected = pandas_v.validate(frames_from_outputs({k: t.to_pandas() for k, t in tables.items()}), batch_id)
-        frames = {k: f.persist() for k, f in validation_frames_spark(spark_kinds(spark, tables), spark).items()}
+        frames, releases = {}, []
+        for name, df in validation_frames_spark(spark_kinds(spark, tables), spark).items():
+            frames[name], release = materialized(df)
+            releases.append(release)
         try:
             got = spark_v.validate(frames, batch_id)
         finally:
-            for f in frames.values():
-                f.unpersist()
+            for release in releases:
+                release()
         assert got == expected, (variant, batch)
         outcomes.add(all(r["success"] for r in got))
     assert outcomes == {True, False}
@@ -213,8 +216,13 @@ def test_offending_partitions_are_bounded_and_the_same_for_both_engines(spark):
     summary = _table("summary", [{"topic": "t", "partition": k, "final": final, "violated": "StrongIsr"} for k in range(n)])
     tables = {"summary": summary}
     expected = BatchValidator().validate(frames_from_outputs({k: t.to_pandas() for k, t in tables.items()}), 0)
-    got = BatchValidator(engine="spark").validate(validation_frames_spark(spark_kinds(spark, tables), spark), 0)
+    frames = validation_frames_spark(spark_kinds(spark, tables), spark)
+    got = BatchValidator(engine="spark").validate(frames, 0)
     assert got == expected
+    kept = {name: materialized(df) for name, df in frames.items()}  # as the observer keeps them: the order holds
+    assert BatchValidator(engine="spark").validate({name: k[0] for name, k in kept.items()}, 0) == expected
+    for _, release in kept.values():
+        release()
     row = next(r for r in got if r["invariant"] == "StrongIsr")
     assert row["unexpected_count"] == n and row["partitions"] == sorted(f"t/{k}" for k in range(OFFENDING_LIMIT))
 
@@ -226,15 +234,17 @@ def test_the_observer_writes_the_same_validations_from_spark_frames(spark, varia
 
     picked = [t for v, b, t in variant_batches if v == "hw"]
     cached_before = spark.sparkContext._jsc.sc().getPersistentRDDs().size()
-    pandas_o, spark_o = ExpectationsObserver(docs_every=0), ExpectationsObserver(docs_every=0)
+    pandas_o, spark_o, rows_o = (ExpectationsObserver(docs_every=0) for _ in range(3))
     for batch_id, tables in enumerate(picked):
         pandas_o.on_batch({k: t.to_pandas() for k, t in tables.items()}, batch_id, tmp_path / "pd")
         spark_o.on_spark_batch(spark_kinds(spark, tables), batch_id, tmp_path / "sp")
+        # The micro-batch as one DataFrame of OUTPUT_SCHEMA rows (a kind column), split by kind_dataframes.
+        rows_o.on_spark_batch(kind_dataframes(spark.createDataFrame(output_rows_table(tables))), batch_id, tmp_path / "rows")
     pandas_o.finish(tmp_path / "pd")
     spark_o.finish(tmp_path / "sp")
     a, b = read_output(tmp_path / "pd", "validations"), read_output(tmp_path / "sp", "validations")
     assert set(a["batch_id"]) == set(range(len(picked))) and not (a["expectation"] == "validation_error").any()
-    assert records(a) == records(b)
+    assert records(a) == records(b) == records(read_output(tmp_path / "rows", "validations"))
     assert not a["success"].all()
     assert (tmp_path / "sp" / "data_docs" / "index.html").exists()
     assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == cached_before
