@@ -70,3 +70,62 @@ def kill_job(sessions: set[int], sig: int = signal.SIGKILL, timeout_s: float = 6
         if time.monotonic() > deadline:
             raise RuntimeError(f"processes of the killed job survive: {rest}")
         time.sleep(0.05)
+
+
+# -- the role of each process of a job (scripts/bench_scaleout.py samples RSS and CPU by role) --
+
+DRIVER_ROLES = ("driver Python", "driver JVM", "source planner", "source generators", "driver Python workers")
+EXECUTOR_ROLES = ("executor JVMs", "executor Python")
+ROLES = DRIVER_ROLES + EXECUTOR_ROLES
+SOURCE_RUNNER = "python_streaming_source_runner"  # the Python streaming source's planner (pyspark)
+
+
+def roles(procs: list[tuple[int, int, str]], driver: int) -> dict[int, str]:
+    """The role (one of ``ROLES``) of each process of ``job_processes``; ``driver`` is the pid of
+    the ``replemu`` command (the driver's Python).
+
+    By command line and parentage: an executor is a ``CoarseGrainedExecutorBackend`` JVM (in
+    ``local-cluster`` a child of the driver's JVM, on a standalone cluster a worker's child) and
+    every process below it is one of its Python workers (``pyspark.daemon`` and what it forks);
+    the Python source's planner runs ``python_streaming_source_runner`` (a child of the driver's
+    JVM) and the processes it forks (same command line) are its generators; any other Java
+    process is the driver's JVM (``spark-class`` execs it in the pid of the bash that started it,
+    so the launcher's short-lived bash and java count there too), and any other process below it
+    is one of the driver's Python workers (data-source planning, ...); the rest, the ``replemu``
+    process and anything it forks but the JVM, is the driver's Python."""
+    parent = {pid: ppid for pid, ppid, _ in procs}
+    cmd = {pid: c for pid, _, c in procs}
+
+    def java(pid: int) -> bool:
+        first = cmd[pid].split(" ", 1)[0]
+        return first.endswith("/java") or first == "java" or "spark-class" in cmd[pid]
+
+    def own(pid: int) -> str | None:
+        """The role a process has by itself, None for one that takes it from its ancestors."""
+        if pid == driver:
+            return "driver Python"
+        if "CoarseGrainedExecutorBackend" in cmd[pid]:
+            return "executor JVMs"
+        if SOURCE_RUNNER in cmd[pid]:
+            return "source generators" if SOURCE_RUNNER in cmd.get(parent[pid], "") else "source planner"
+        if java(pid):
+            return "driver JVM"
+        return None
+
+    below = {"executor JVMs": "executor Python", "executor Python": "executor Python", "driver JVM": "driver Python workers",
+             "driver Python workers": "driver Python workers", "source planner": "source generators",
+             "source generators": "source generators", "driver Python": "driver Python"}
+    out: dict[int, str] = {}
+
+    def role(pid: int) -> str:
+        if pid not in out:
+            mine = own(pid)
+            if mine is None:
+                ancestor = parent.get(pid)
+                mine = below[role(ancestor)] if ancestor in cmd and ancestor != pid else "driver Python"
+            out[pid] = mine
+        return out[pid]
+
+    for pid in cmd:
+        role(pid)
+    return out
