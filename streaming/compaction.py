@@ -9,7 +9,10 @@ commits a micro-batch it calls (the lead's sink, ``streaming/sink.py``)::
 run as Spark jobs on the executors), or None for the pure-pyarrow path (local outputs only:
 ``replemu compact OUTPUT``, tests, the benchmark); ``committed_batch``: the newest micro-batch
 whose outputs landed; ``policy``: a ``CompactionPolicy`` (``retain`` from ``replemu stream
---retain KIND=BATCHES``).  The layout and the readers' rule are ``streaming.output_layout``.
+--retain KIND=BATCHES``, which reaches ``streaming.job.run_stream(..., retention={kind: batches})``;
+the job builds ``CompactionPolicy(retain=retention or {})``).  The layout and the readers' rule
+are ``streaming.output_layout``; a sink in another process counts a landed batch with
+``streaming.output_layout.landed_counts(store, batch_id)`` (fresh or compacted).
 
 **Policy (tiered, aligned blocks).**  With ``keep_recent`` K (200), ``batches_per_range`` S
 (100) and ``fan_in`` F (10), level L has blocks of S·F^(L-1) batches aligned on multiples of
@@ -18,13 +21,15 @@ at least K behind the newest committed one.  Each call merges, for every kind, e
 that is not yet one range into ``batch_range=A-B`` (A, B the block's bounds; the batches in it
 that have rows of the kind), largest level first, so ten 100-batch ranges become one 1,000-batch
 range when that block is due, and so on.  A kind then holds at most K + S - 1 fresh batch
-directories plus F - 1 ranges per level: at 17,000 micro-batches ~300 directories per kind
-(~200-299 fresh, 0-9999, 10000-15999 as six, 16000-16699 as seven), at 10,000 ~210, against
-17,000 and 10,000 uncompacted.  A range holds up to ``spark.sql.shuffle.partitions`` files (Spark
-path) or one file per ``ROWS_PER_FILE`` rows (pyarrow path).
+directories plus F - 1 ranges per level (levels: log_F of the batch count / S): after 17,000
+micro-batches 215 directories per kind (200 fresh, 0-9999, six of 1,000 from 10000 to 15999,
+eight of 100 from 16000 to 16799), after 10,000 217, against 17,000 and 10,000 uncompacted.  The
+price is that a batch's rows are rewritten once per level (3 times by 10,000 batches), the
+biggest merge (10,000 batches) in the one call that makes it.  A range holds up to
+``spark.sql.shuffle.partitions`` files (Spark path) or one file per ``ROWS_PER_FILE`` rows (pyarrow path).
 
 **A merge**: the inputs are read (fresh ``batch_id=N`` with the id from the path, ranges with
-their column), sorted by batch_id then the kind's sort keys (``SORT_SPEC``), written to
+their column), sorted by batch_id then the kind's sort keys (``_sort_spec``), written to
 ``OUTPUT/<kind>/.batch_range=A-B.tmp/`` with the range's ``_batches.json``, renamed to
 ``batch_range=A-B``, and only then are the inputs removed.  A crash before the rename leaves a
 ``.tmp`` (never read; removed by the next call); between the rename and the removals, the
