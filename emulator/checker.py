@@ -68,7 +68,7 @@ def _roles(p: "Partition") -> Any:
 
 def _controller(p: "Partition") -> Any:
     c = p.controller
-    return c.leader, c.leader_epoch, c.isr, c.elr, c.last_known_elr, c.fenced
+    return c.leader, c.leader_epoch, c.isr, c.elr, c.last_known_elr, c.fenced, c.shutting_down
 
 
 # The value of each input, for ``Judging.VERIFY`` (FINDINGS is the checker's own: not compared).

@@ -306,7 +306,7 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
         p.now_ms, p.compacted_offset, p.prefix_digest,
         (c.leader, c.leader_epoch, c.isr, rank[c.partition_epoch], c.highest_epoch, c.elr, c.last_known_elr, c.fenced,
          tuple(sorted([(b, brank[e]) for b, e in c.broker_epochs.items()])), brank[c.next_broker_epoch],
-         tuple(sorted(c.log_info.items()))),
+         tuple(sorted(c.log_info.items())), c.shutting_down),
         tuple(replicas), checker, (counters.records, counters.crashes, counters.power_crashes),
     )
 
@@ -373,7 +373,7 @@ def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
     p.now_ms, p.compacted_offset, p.prefix_digest = now_ms, compacted_offset, prefix_digest
     c = p.controller
     (c.leader, c.leader_epoch, c.isr, c.partition_epoch, c.highest_epoch, c.elr, c.last_known_elr, c.fenced, broker_epochs,
-     c.next_broker_epoch, log_info) = ctl
+     c.next_broker_epoch, log_info, c.shutting_down) = ctl
     c.broker_epochs, c.log_info = dict(broker_epochs), dict(log_info)
     semantics = p.variant.cache_semantics
     for (rid, log, log_start, log_before, hw, hw_checkpoint, recovery_point, cache, alive, halted, role, believed_leader,
@@ -443,9 +443,9 @@ def renamed(t: tuple, m: dict[int, int]) -> tuple:
     def keyed(items):
         return tuple(sorted([(m[k], v) for k, v in items]))
 
-    leader, epoch, isr, pe, highest, elr, last_elr, fenced, broker_epochs, next_be, log_info = ctl
+    leader, epoch, isr, pe, highest, elr, last_elr, fenced, broker_epochs, next_be, log_info, shutting_down = ctl
     ctl2 = (one(leader), epoch, ids(isr), pe, highest, ids(elr), ids(last_elr), ids(fenced), keyed(broker_epochs), next_be,
-            keyed(log_info))
+            keyed(log_info), ids(shutting_down))
     out: list[Any] = [None] * len(replicas)
     for r in replicas:
         (rid, log, start, before, hw, hwc, rp, cache, alive, halted, role, believed, lepoch, rpe, fresh, processed, fetch_state,

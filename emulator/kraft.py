@@ -45,9 +45,10 @@ def register_all(p: "Partition") -> None:
 
 
 def acceptable(p: "Partition", r: int) -> bool:
-    """``isAcceptableLeader``: a broker the controller has not fenced.  The controller cannot see
-    a crash; it learns of one when the broker's session times out (a fence step)."""
-    return r not in p.controller.fenced
+    """``isAcceptableLeader`` (3.5.0 ``ClusterControlManager.isActive``): a broker the controller
+    has neither fenced nor put in controlled shutdown.  The controller cannot see a crash; it
+    learns of one when the broker's session times out (a fence step)."""
+    return r not in p.controller.fenced and r not in p.controller.shutting_down
 
 
 # -- the partition change builder ------------------------------------------------------------
@@ -189,7 +190,7 @@ def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | No
     if to is None:
         first = (c.leader,) if c.leader is not None else ()
         to = first + tuple(r for r in p.assignment if r != c.leader)
-    to = tuple(r for r in to if r != exclude and acceptable(p, r))  # a fenced broker catches up when unfenced
+    to = tuple(r for r in to if r != exclude and r not in c.fenced)  # a fenced broker catches up when unfenced
     for r in p.assignment:
         rep = p.replicas[r]
         if rep.alive and r not in to:
@@ -396,6 +397,7 @@ def register(p: "Partition", rep: Replica, fenced: bool) -> None:
         fence_broker(p, r, "re-registration")
     clean = rep.clean_shutdown_epoch is not None and rep.clean_shutdown_epoch == c.broker_epochs.get(r)
     rep.clean_shutdown_epoch = None  # the file is removed at startup
+    c.shutting_down = tuple(x for x in c.shutting_down if x != r)  # a new registration is not shutting down
     c.broker_epochs[r] = rep.broker_epoch = c.next_broker_epoch
     c.next_broker_epoch += 1
     p.event("BrokerRegistered", replica=r, broker_epoch=rep.broker_epoch, clean_shutdown=clean)
@@ -414,19 +416,46 @@ def restart(p: "Partition", step: Restart) -> None:
 
 
 def shutdown(p: "Partition", step: Shutdown) -> None:
-    """A clean shutdown; under KRaft a controlled shutdown first (KIP-841): leadership moves away
-    and the broker leaves the ISR before it stops (it is fenced once it has stopped)."""
+    """A clean shutdown in two phases (``step.phase``; ``all``: both in one step).  ``request``
+    (KRaft only): the broker asks for a controlled shutdown (KIP-841; 3.5.0
+    ``handleBrokerInControlledShutdown``): it stays registered and unfenced, in controlled shutdown
+    — no longer an acceptable leader nor eligible for the ISR — and leaves the ISR, leadership
+    moving away.  A broker the controller already fenced is answered SHUTDOWN_NOW (3.8.0
+    ``calculateNextBrokerState``): it leaves any ISR that still holds it (``handleBrokerFenced``)
+    and stops at once.  ``stop``: the broker flushes, checkpoints, writes its clean-shutdown file
+    and stops; under KRaft it is fenced."""
     rep = p.replicas[step.replica]
     c = p.controller
+    if step.phase != "all" and not is_kraft(p):
+        p.error(NO_ANSWER)
+        return
+    if is_kraft(p) and rep.alive and step.phase in ("all", "request"):
+        if rep.id in c.fenced:
+            if rep.id in c.isr:
+                p.event("BrokerFenced", replica=rep.id, why="shutdown now")
+                change_partition(p, tuple(x for x in c.isr if x != rep.id), "shutdown now", exclude=rep.id)
+            recovery.shutdown(p, step)  # SHUTDOWN_NOW: the broker stops at once
+            return
+        if rep.id not in c.shutting_down:
+            enter_controlled_shutdown(p, rep.id)
+    if step.phase == "request":
+        if not rep.alive:
+            p.error("REPLICA_NOT_AVAILABLE")
+        return
     if is_kraft(p) and rep.alive and rep.id not in c.fenced:
         fence_broker(p, rep.id, "controlled shutdown")
-    elif is_kraft(p) and rep.alive and rep.id in c.isr:
-        # A fenced broker asking to shut down is answered SHUTDOWN_NOW and handleBrokerFenced runs
-        # again (3.8.0 BrokerHeartbeatManager.calculateNextBrokerState, processBrokerHeartbeat):
-        # it leaves every ISR that still holds it.
-        p.event("BrokerFenced", replica=rep.id, why="shutdown now")
-        change_partition(p, tuple(x for x in c.isr if x != rep.id), "shutdown now", exclude=rep.id)
     recovery.shutdown(p, step)
+
+
+def enter_controlled_shutdown(p: "Partition", r: int) -> None:
+    """``handleBrokerInControlledShutdown``: a BrokerRegistrationChangeRecord (in controlled
+    shutdown), then the builder without the broker for every partition whose ISR holds it."""
+    c = p.controller
+    c.shutting_down = tuple(sorted(c.shutting_down + (r,)))
+    p.effect(MetadataChanged(c.partition_epoch))
+    p.event("BrokerControlledShutdown", replica=r)
+    if r in c.isr:
+        change_partition(p, tuple(x for x in c.isr if x != r), "controlled shutdown")
 
 
 def answer_in_flight(p: "Partition") -> None:
@@ -467,6 +496,8 @@ def rejection(p: "Partition", request: AlterPartitionRequest) -> tuple[str, str]
         return None
     added = dict(request.added_broker_epochs)
     for r in request.isr:
+        if p.variant.isr_excludes_ineligible and r in c.shutting_down:
+            return "INELIGIBLE_REPLICA", f"replica {r} is shutting down"
         if p.variant.isr_excludes_ineligible and r in c.fenced:
             return "INELIGIBLE_REPLICA", f"replica {r} is fenced"
         sent = added.get(r, -1)

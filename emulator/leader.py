@@ -130,7 +130,7 @@ def hw_waits_for(p: "Partition", ls: LeaderState, f: int) -> bool:
     carried is the registered one (``isBrokerEpochIsrEligible``)."""
     if not p.variant.hw_ignores_ineligible:
         return True
-    return f not in p.controller.fenced and isr_eligible(p, ls, f)
+    return f not in p.controller.fenced and f not in p.controller.shutting_down and isr_eligible(p, ls, f)
 
 
 def caught_up(p: "Partition", ls: LeaderState, f: int) -> bool:
@@ -235,7 +235,7 @@ def isr_eligible(p: "Partition", ls: LeaderState, f: int) -> bool:
     follower's broker is not fenced and its registration is the one the fetch carried.  (The
     emulator's brokers read the controller's state as their metadata cache.)"""
     c = p.controller
-    if p.variant.isr_excludes_ineligible and f in c.fenced:
+    if p.variant.isr_excludes_ineligible and (f in c.fenced or f in c.shutting_down):
         return False
     if p.variant.isr_expand_checks_broker_epoch and ls.remote_broker_epoch.get(f, -1) != c.broker_epochs.get(f, -1):
         return False

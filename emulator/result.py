@@ -41,6 +41,7 @@ CONTROLLER_FIELDS: dict[str, tuple[str, Any]] = {
     "elr": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
     "last_known_elr": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
     "fenced": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+    "in_controlled_shutdown": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
 }
 LOSS_FIELDS: dict[str, tuple[str, Any]] = {
     "offset": ("an int", _is_int),
@@ -56,6 +57,8 @@ def controller_snapshot(p) -> dict[str, Any]:
     snapshot = {"leader": c.leader, "epoch": c.leader_epoch, "isr": sorted(c.isr)}
     if p.variant.metadata == "kraft":
         snapshot.update(elr=list(c.elr), last_known_elr=list(c.last_known_elr), fenced=list(c.fenced))
+        if c.shutting_down:  # only while a broker is in controlled shutdown
+            snapshot["in_controlled_shutdown"] = list(c.shutting_down)
     return snapshot
 
 

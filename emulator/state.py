@@ -128,6 +128,7 @@ def state_document(replay: Replay) -> dict[str, Any]:
             **({"elr": list(c.elr), "last_known_elr": list(c.last_known_elr), "fenced": list(c.fenced),
                 "broker_epochs": _str_keys(c.broker_epochs), "next_broker_epoch": c.next_broker_epoch,
                 "log_info": {str(k): list(v) for k, v in sorted(c.log_info.items())}} if kraft else {}),
+            **({"shutting_down": list(c.shutting_down)} if c.shutting_down else {}),
         },
         "replicas": replicas,
         "oracle": {
@@ -172,6 +173,7 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
         ctl.elr, ctl.last_known_elr, ctl.fenced = tuple(c["elr"]), tuple(c["last_known_elr"]), tuple(c["fenced"])
         ctl.broker_epochs, ctl.next_broker_epoch = _int_keys(c["broker_epochs"]), c["next_broker_epoch"]
         ctl.log_info = {int(k): (v[0], v[1]) for k, v in c["log_info"].items()}
+    ctl.shutting_down = tuple(c.get("shutting_down", ()))
     for d in doc["replicas"]:
         r: Replica = p.replicas[d["id"]]
         r.log = Log(((e, v) for e, v in d["log"]), d["log_start"], None if d["log_before"] is None else tuple(d["log_before"]))

@@ -135,10 +135,20 @@ class Restart:
     kind = StepKind.RESTART
 
 
+class ShutdownPhase(str, Enum):
+    ALL = "all"
+    REQUEST = "request"
+    STOP = "stop"
+
+
 @dataclass(frozen=True, slots=True)
 class Shutdown:
     replica: int
+    phase: ShutdownPhase | str = ShutdownPhase.ALL  # a str becomes the member (__post_init__)
     kind = StepKind.SHUTDOWN
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phase", ShutdownPhase(self.phase))
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,9 +337,14 @@ STEP_TABLE: dict[StepKind, StepSpec] = {spec.kind: spec for spec in (
     StepSpec(StepKind.TICK, Tick, (
         Arg("ms", ArgType.MILLIS, required=True, doc="how much emulated time passes"),
     ), "Emulated time passes; leaders shrink the ISR of followers that lagged too long."),
-    StepSpec(StepKind.SHUTDOWN, Shutdown, (_REPLICA,),
-             "A clean (controlled) shutdown: KRaft moves leadership away and removes the broker from the ISR first; the "
-             "broker flushes its log, checkpoints its HW, writes its broker epoch to the clean-shutdown file and stops."),
+    StepSpec(StepKind.SHUTDOWN, Shutdown, (
+        _REPLICA,
+        Arg("phase", ArgType.CHOICE, default=ShutdownPhase.ALL, choices=tuple(m.value for m in ShutdownPhase),
+            doc="KRaft: request = the broker asks and stays registered in controlled shutdown; stop = it stops; all = both"),
+    ), "A clean (controlled) shutdown: KRaft moves leadership away and removes the broker from the ISR first (the broker "
+       "stays registered, in controlled shutdown: not a leader candidate, not eligible for the ISR, its AlterPartition "
+       "entries refused); the broker flushes its log, checkpoints its HW, writes its broker epoch to the clean-shutdown "
+       "file and stops (fenced). A fenced broker is told to stop at once (SHUTDOWN_NOW)."),
     StepSpec(StepKind.FENCE, Fence, (_REPLICA,),
              "KRaft: the controller fences the broker (missed heartbeats). It leaves the ISR (the last member stays "
              "without ELR; with ELR it may move into the ELR) and, if it led, a new leader is elected at once."),
