@@ -533,18 +533,22 @@ class ExpectationsObserver:
             rows = _error_rows(batch_id, exc)
         self._record(rows, batch_id, output_dir, started)
 
-    def on_spark_batch(self, kinds: dict[str, Any], batch_id: int, output_dir: Path) -> None:
+    def on_spark_batch(self, kinds: Any, batch_id: int, output_dir: Path) -> None:
         """The suites on one micro-batch where its rows are: ``kinds`` maps an output kind to a
-        Spark DataFrame of (at least) its ``KIND_COLUMNS`` (a kind without rows may be missing).
+        Spark DataFrame of (at least) its ``KIND_COLUMNS`` (a kind without rows may be missing),
+        or is the micro-batch's DataFrame of ``OUTPUT_SCHEMA`` rows (a ``kind`` column), persisted
+        by the caller so that it is not computed again.
         The two validation frames are computed by Spark (``spark_frames``), kept on the executors
         while GX's Spark datasource validates them (``materialized``), and released; the driver receives O(expectations)
         values and at most ``OFFENDING_LIMIT`` offending rows per failed expectation."""
-        from expectations.spark_frames import validation_frames_spark
+        from expectations.spark_frames import kind_dataframes, validation_frames_spark
 
         started = time.perf_counter()
         frames: dict[str, Any] = {}
         releases: list = []
         try:
+            if not isinstance(kinds, dict):
+                kinds = kind_dataframes(kinds)
             for name, df in validation_frames_spark(kinds).items():
                 frames[name], release = materialized(df)
                 releases.append(release)

@@ -13,7 +13,7 @@ import yaml
 
 from emulator import VARIANT_NAMES, parse_scenario
 from emulator.invariants import INVARIANT_NAMES
-from expectations.spark_frames import kind_dataframes, validation_frames_spark
+from expectations.spark_frames import validation_frames_spark
 from expectations.suites import OFFENDING_LIMIT, BatchValidator, ExpectationsObserver, frames_from_outputs, materialized
 from streaming.events import scenario_rows
 from streaming.processor import process_batch
@@ -238,8 +238,8 @@ def test_the_observer_writes_the_same_validations_from_spark_frames(spark, varia
     for batch_id, tables in enumerate(picked):
         pandas_o.on_batch({k: t.to_pandas() for k, t in tables.items()}, batch_id, tmp_path / "pd")
         spark_o.on_spark_batch(spark_kinds(spark, tables), batch_id, tmp_path / "sp")
-        # The micro-batch as one DataFrame of OUTPUT_SCHEMA rows (a kind column), split by kind_dataframes.
-        rows_o.on_spark_batch(kind_dataframes(spark.createDataFrame(output_rows_table(tables))), batch_id, tmp_path / "rows")
+        # The micro-batch as one DataFrame of OUTPUT_SCHEMA rows (a kind column), as the sink holds it.
+        rows_o.on_spark_batch(spark.createDataFrame(output_rows_table(tables)), batch_id, tmp_path / "rows")
     pandas_o.finish(tmp_path / "pd")
     spark_o.finish(tmp_path / "sp")
     a, b = read_output(tmp_path / "pd", "validations"), read_output(tmp_path / "sp", "validations")
