@@ -144,7 +144,7 @@ def fetch(p: "Partition", step: Fetch) -> None:
         p.error("OFFSET_OUT_OF_RANGE")
         handle_offset_out_of_range(p, f, leader)
         return
-    update_follower_fetch_state(p, leader, f.id, fetch_offset)
+    update_follower_fetch_state(p, leader, f.id, fetch_offset, step.broker_epoch)
     maybe_expand_isr(p, leader, f.id)
     maybe_increment_high_watermark(p, leader)
     end = leader.leo if step.max_records is None else min(leader.leo, fetch_offset + step.max_records)

@@ -212,7 +212,8 @@ def _later(a: int | None, b: int | None) -> int | None:
     return b if a is NEVER else a if b is NEVER else max(a, b)
 
 
-def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_offset: int) -> None:
+def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_offset: int,
+                                broker_epoch: int | None = None) -> None:
     """Replica.updateLogReadResult: the remote LEO is the fetch offset, *at request time*.
 
     Caught up now if the fetch reached the leader's LEO; caught up as of the previous fetch if
@@ -221,7 +222,8 @@ def update_follower_fetch_state(p: "Partition", leader: Replica, f: int, fetch_o
     ls = leader.leadership
     assert ls is not None
     ls.remote_leo[f] = fetch_offset
-    ls.remote_broker_epoch[f] = p.replicas[f].broker_epoch  # the fetch carries it (KIP-903)
+    # the fetch carries the follower's broker epoch (KIP-903), or the one the step names
+    ls.remote_broker_epoch[f] = p.replicas[f].broker_epoch if broker_epoch is None else broker_epoch
     if fetch_offset >= leader.leo:
         ls.last_caught_up_ms[f] = _later(ls.last_caught_up_ms[f], p.now_ms)
     elif fetch_offset >= ls.last_fetch_leader_leo[f]:

@@ -87,6 +87,7 @@ class Fetch:
     replica: int
     max_records: int | None = None
     response: FetchResponse | str = FetchResponse.DELIVERED  # a str becomes the member (__post_init__)
+    broker_epoch: int | None = None  # KIP-903: the broker epoch the fetch carries (default: the follower's own)
     kind = StepKind.FETCH
 
     def __post_init__(self) -> None:
@@ -197,6 +198,7 @@ class ArgType(str, Enum):
     COUNT = "a count (int32, >= 0)"
     MILLIS = "milliseconds (int64, >= 0)"
     OFFSET = "an offset (int64, >= 0)"
+    BROKER_EPOCH = "a broker epoch (int64, >= 0)"
     BOOL = "a bool"
     STRING = "a string"
     STRING_LIST = "a list of strings"
@@ -223,7 +225,8 @@ def is_text(v: Any) -> bool:
     return True
 
 
-_RANGE = {ArgType.EPOCH: INT32_MAX, ArgType.COUNT: INT32_MAX, ArgType.MILLIS: INT64_MAX, ArgType.OFFSET: INT64_MAX}
+_RANGE = {ArgType.EPOCH: INT32_MAX, ArgType.COUNT: INT32_MAX, ArgType.MILLIS: INT64_MAX, ArgType.OFFSET: INT64_MAX,
+          ArgType.BROKER_EPOCH: INT64_MAX}
 ACKS_VALUES = ("all", "-1", "1", "0", -1, 1, 0)
 
 
@@ -311,6 +314,8 @@ STEP_TABLE: dict[StepKind, StepSpec] = {spec.kind: spec for spec in (
         Arg("max_records", ArgType.COUNT, doc="at most this many records in the response"),
         Arg("response", ArgType.CHOICE, default=FetchResponse.DELIVERED, choices=tuple(m.value for m in FetchResponse),
             doc="lost: the leader-side effects happen, the follower never sees the response"),
+        Arg("broker_epoch", ArgType.BROKER_EPOCH, doc="KRaft (KIP-903): the broker epoch the fetch carries (default: the "
+            "follower's registered one); another one makes the follower ineligible for the ISR until a fetch carries the right one"),
     ), "One fetch round trip from the follower to the leader it believes in."),
     StepSpec(StepKind.SHRINK_ISR, ShrinkIsr, (_REPLICA,), "The leader drops the replica from the ISR (no epoch bump)."),
     StepSpec(StepKind.CONTROLLER_REMOVE, ControllerRemove, (_REPLICA,),
