@@ -382,8 +382,6 @@ class RunReader:
     # -- per unit (a batch directory or a compacted range), cached by signature
     def _unit_pieces(self, kind: str, entry: tuple[str, Any]) -> dict[int, Any]:
         """Each batch's piece of one unit: the unit read once (its view columns only)."""
-        from streaming.output_layout import split_by_batch
-
         signature, unit = entry
         key = (kind, unit.name)
         with self._lock:
@@ -394,8 +392,15 @@ class RunReader:
         build = _PIECE_BUILDERS[kind]
         if table is None:
             pieces = {} if unit.ranged else {unit.first: build(None)}
-        else:
-            pieces = {b: build(t.drop_columns(["batch_id"])) for b, t in split_by_batch(table).items()}
+        else:  # the unit's rows as Python once (a range holds hundreds of batches), grouped by batch
+            grouped: dict[int, list[dict]] = {}
+            for row in table.to_pylist():
+                b = row.pop("batch_id")
+                rows = grouped.get(b)
+                if rows is None:
+                    rows = grouped[b] = []
+                rows.append(row)
+            pieces = {b: build(rows) for b, rows in grouped.items()}
         with self._lock:
             self._batch_cache[key] = (signature, pieces)
         return pieces
@@ -687,7 +692,7 @@ def log_ops_from_table(table) -> list[list]:
             if op in ("append", "truncate")]
 
 
-# What each batch directory contributes to the job view (only these columns are read).
+# What each batch contributes to the job view (only these columns are read; the pieces get row dicts).
 _OVERVIEW_COLUMNS = {
     "summary": ["topic", "partition", "scenario", "steps", "violated", "final_findings"],
     "violations": ["topic", "partition", "at_step", "invariant"],
@@ -698,15 +703,13 @@ _OVERVIEW_COLUMNS = {
 }
 
 
-def _summary_piece(table) -> dict[str, Any]:
+def _summary_piece(rows: list[dict] | None) -> dict[str, Any]:
     """The batch's summary rows: per partition (scenario, steps, every invariant broken as of
     the batch); the final tier's findings counted and their first step."""
     piece: dict[str, Any] = {"latest": {}, "final_counts": {}, "final_first": {}}
-    if table is None:
-        return piece
-    c = table.to_pydict()
-    for topic, partition, scenario, steps, violated, findings in zip(
-            c["topic"], c["partition"], c["scenario"], c["steps"], c["violated"], c["final_findings"]):
+    for r in rows or ():
+        topic, partition, scenario, steps = r["topic"], r["partition"], r["scenario"], r["steps"]
+        violated, findings = r["violated"], r["final_findings"]
         names = set(filter(None, (violated or "").split(",")))
         final_steps = []
         for f in (json.loads(findings) if isinstance(findings, str) else []):
@@ -721,26 +724,26 @@ def _summary_piece(table) -> dict[str, Any]:
     return piece
 
 
-def _rows_piece(table) -> list[dict]:
-    return [] if table is None else table.to_pylist()
+def _rows_piece(rows: list[dict] | None) -> list[dict]:
+    return list(rows or ())
 
 
-def _count_piece(table) -> dict[tuple, int]:
+def _count_piece(rows: list[dict] | None) -> dict[tuple, int]:
     counts: dict[tuple, int] = {}
-    if table is None:
-        return counts
-    for topic, partition in zip(table["topic"].to_pylist(), table["partition"].to_pylist()):
-        counts[(topic, partition)] = counts.get((topic, partition), 0) + 1
+    for r in rows or ():
+        key = (r["topic"], r["partition"])
+        counts[key] = counts.get(key, 0) + 1
     return counts
 
 
-def _validations_piece(table) -> list[dict]:
-    rows = []
-    for v in _rows_piece(table):
-        rows.append({"invariant": v.get("invariant"), "expectation": v.get("expectation"), "success": bool(v.get("success")),
-                     "unexpected_count": int(v.get("unexpected_count") or 0), "partitions": list(v.get("partitions") or []),
-                     "docs": v["docs"] if isinstance(v.get("docs"), str) and v["docs"].startswith("validations/") else None})
-    return rows
+def _validations_piece(rows: list[dict] | None) -> list[dict]:
+    out = []
+    for v in rows or ():
+        docs = v.get("docs")
+        out.append({"invariant": v.get("invariant"), "expectation": v.get("expectation"), "success": bool(v.get("success")),
+                    "unexpected_count": int(v.get("unexpected_count") or 0), "partitions": list(v.get("partitions") or []),
+                    "docs": docs if isinstance(docs, str) and docs.startswith("validations/") else None})
+    return out
 
 
 _PIECE_BUILDERS = {"summary": _summary_piece, "violations": _rows_piece, "losses": _count_piece, "errors": _count_piece,
