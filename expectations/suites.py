@@ -154,8 +154,8 @@ def result_format(frame: str, fmt: str) -> dict[str, Any]:
 
 
 def _is_empty(df) -> bool:
-    """Whether a frame has no rows; a Spark frame is counted (one job that also fills its cache
-    when it is persisted, before GX's queries read it)."""
+    """Whether a frame has no rows; a Spark frame is counted (one job, a scan of the blocks when
+    it is ``materialized``)."""
     return df.count() == 0 if hasattr(df, "sparkSession") else df.empty
 
 
@@ -204,7 +204,7 @@ class BatchValidator:
         self.engine = engine
         # One datasource name for both engines: GX names the results files and Data Docs pages
         # after it. The Spark datasource does not persist the frames itself (persist=False): the
-        # caller caches what it reuses (``ExpectationsObserver.on_spark_batch``).
+        # caller keeps them on the executors (``materialized``, ``ExpectationsObserver.on_spark_batch``).
         source = (self.context.data_sources.add_pandas("replemu") if engine == "pandas"
                   else self.context.data_sources.add_spark("replemu", persist=False))
         # Each frame is first validated with BOOLEAN_ONLY results (fast); only a frame that fails
@@ -539,8 +539,9 @@ class ExpectationsObserver:
         or is the micro-batch's DataFrame of ``OUTPUT_SCHEMA`` rows (a ``kind`` column), persisted
         by the caller so that it is not computed again.
         The two validation frames are computed by Spark (``spark_frames``), kept on the executors
-        while GX's Spark datasource validates them (``materialized``), and released; the driver receives O(expectations)
-        values and at most ``OFFENDING_LIMIT`` offending rows per failed expectation."""
+        while GX's Spark datasource validates them (``materialized``), and released; the driver
+        receives O(expectations) values and at most ``OFFENDING_LIMIT`` offending rows per failed
+        expectation."""
         from expectations.spark_frames import kind_dataframes, validation_frames_spark
 
         started = time.perf_counter()
