@@ -199,3 +199,22 @@ def test_replemu_compact_and_a_compacted_output_still_holds_batches(original, tm
     assert not list(out.glob("*/batch_id=*"))
     with pytest.raises(CheckpointError, match="holds micro-batches of an earlier run"):
         claim_run(tmp_path / "new-ck", out, {"protocol": "hw"})
+
+
+def test_an_output_on_a_hadoop_filesystem_compacts_through_spark(original, tmp_path, capsys, spark):
+    """A ``file://`` URI goes through Hadoop's FileSystem (``streaming.storage.HadoopStore``), as
+    ``hdfs://`` or ``s3a://`` would: the ranges are written by Spark and renamed through Hadoop."""
+    from streaming.storage import HadoopStore, open_store
+
+    before = (results_json(original, capsys), rows_by_batch(original))
+    out = copy_of(original, tmp_path)
+    store = open_store(out.as_uri(), spark)
+    assert isinstance(store, HadoopStore)
+    report = maybe_compact(store, spark, BATCHES - 1, CompactionPolicy(**SMALL, retain={"timeline": 4}))
+    assert report.merged and report.dropped
+    assert kinds_units(out)["summary"] == ["batch_range=0-3", "batch_range=4-5", "batch_id=6", "batch_id=7"]
+    assert layout.landed_counts(store, 5, ["summary"]) == {"summary": len(before[1][("summary", 5)])}
+    after = rows_by_batch(out)
+    assert {k: v for k, v in after.items() if k[0] != "timeline"} == {k: v for k, v in before[1].items() if k[0] != "timeline"}
+    assert results_json(out, capsys) == before[0]
+    assert layout.read_retention(store)["dropped_before"] == {"timeline": 4}
