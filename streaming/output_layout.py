@@ -325,9 +325,17 @@ def split_by_batch(table) -> dict[int, Any]:
     return {int(ids[s]): table.slice(int(s), int(e - s)) for s, e in zip(starts, ends)}
 
 
-def read_kind(where, kind: str, columns: list[str] | None = None, filter=None):
-    """Every visible batch of ``kind`` as one Arrow table with an int64 ``batch_id`` column."""
-    return read_units(where, visible_units(where, kind), columns=columns, filter=filter)
+def read_kind(where, kind: str, columns: list[str] | None = None, filter=None, attempts: int = 3):
+    """Every visible batch of ``kind`` as one Arrow table with an int64 ``batch_id`` column.
+
+    A running job may compact while this reads (a range renamed in, then the batches it holds
+    removed): a file gone under the reader means the listing is stale, so it is listed again."""
+    for attempt in range(attempts):
+        try:
+            return read_units(where, visible_units(where, kind), columns=columns, filter=filter)
+        except FileNotFoundError:
+            if attempt == attempts - 1:
+                raise
 
 
 def read_retention(where) -> dict[str, Any]:
