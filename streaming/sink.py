@@ -281,32 +281,14 @@ def write_batch_dir(target: Path, table) -> None:
 
 
 def landed_stats(store, batch_id: int) -> BatchStats:
-    """The counts of micro-batch ``batch_id`` read back from the Parquet footers the sink wrote to
-    ``store``: for a sink that ran in another process (Spark Connect runs foreachBatch on the
-    server).  Every partition with rows has one summary row per batch."""
-    from streaming.schemas import OUTPUT_KINDS
+    """The counts of micro-batch ``batch_id`` read back from what landed in ``store`` (Parquet
+    footers, or a compacted range's manifest: ``streaming.output_layout.landed_counts``): for a
+    sink that ran in another process (Spark Connect runs foreachBatch on the server).  Every
+    partition with rows has one summary row per batch."""
+    from streaming.output_layout import landed_counts
 
-    rows = {kind: landed_rows(store, f"{kind}/batch_id={batch_id}") for kind in OUTPUT_KINDS}
+    rows = landed_counts(store, batch_id)
     return BatchStats(batch_id, rows, rows["summary"], rows["violations"], rows["quarantine"])
-
-
-def landed_rows(store, directory: str) -> int:
-    """The rows of a batch directory's data files, from their footers alone (0 when it is absent)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from streaming.storage import LocalStore
-
-    total = 0
-    for name in store.list(directory) if store.exists(directory) else ():
-        if not is_part(name):
-            continue
-        rel = f"{directory}/{name}"
-        if isinstance(store, LocalStore):
-            total += pq.read_metadata(store.root / rel).num_rows
-        else:
-            total += pq.ParquetFile(pa.BufferReader(store.read_bytes(rel))).metadata.num_rows
-    return total
 
 
 SORT_KEYS = ("topic", "partition", "seq", "idx", "replica")  # unique per row within each kind
