@@ -144,6 +144,11 @@ def fetch(p: "Partition", step: Fetch) -> None:
         p.error("OFFSET_OUT_OF_RANGE")
         handle_offset_out_of_range(p, f, leader)
         return
+    registered = p.controller.broker_epochs.get(f.id, -1)
+    if p.variant.fetch_fences_stale_broker_epoch and step.broker_epoch is not None and registered > step.broker_epoch:
+        p.error("NOT_LEADER_OR_FOLLOWER")  # Replica.updateFetchStateOrThrow: a stale fetch state update
+        p.event("StaleFetchFenced", replica=f.id, broker_epoch=step.broker_epoch, expected=registered)
+        return
     update_follower_fetch_state(p, leader, f.id, fetch_offset, step.broker_epoch)
     maybe_expand_isr(p, leader, f.id)
     maybe_increment_high_watermark(p, leader)

@@ -106,8 +106,13 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          "registering without a clean-shutdown epoch leaves every ELR",
          "KIP-966, 3.7+ PartitionChangeBuilder.maybePopulateTargetElr; 3.8+ ReplicationControlManager.handleBrokerUncleanShutdown"),
     Knob("hw_ignores_ineligible", (False, True),
-         "a caught-up follower outside the ISR holds the HW back only while it is eligible for the ISR (not fenced)",
-         "KAFKA-15021, 3.6.0 Partition.maybeIncrementLeaderHW (isReplicaIsrEligible)"),
+         "a caught-up follower outside the ISR holds the HW back only while it is eligible for the ISR (not fenced, "
+         "not shutting down, and with isr_expand_checks_broker_epoch its last fetch carried its registered broker epoch)",
+         "KAFKA-15021, 3.6.0 - 3.8.0 Partition.maybeIncrementLeaderHW (isReplicaIsrEligible)"),
+    Knob("fetch_fences_stale_broker_epoch", (False, True),
+         "a follower fetch carrying a broker epoch older than the registered one is answered NOT_LEADER_OR_FOLLOWER "
+         "and updates nothing on the leader",
+         "3.7.0 - 3.8.0 Replica.updateFetchStateOrThrow (stale fetch state update)"),
     Knob("unclean_recovery", ("manual", "last_known_leader", "balanced", "proactive"),
          "when no clean election is possible: manual waits for an operator's unclean election; last_known_leader "
          "elects the last leader once ISR and ELR are empty (Kafka's code); balanced asks every LastKnownELR member "
@@ -140,6 +145,7 @@ class ProtocolVariant:
     isr_expand_checks_broker_epoch: bool = False
     elr: bool = False
     hw_ignores_ineligible: bool = False
+    fetch_fences_stale_broker_epoch: bool = False
     unclean_recovery: str = "manual"
 
     def __post_init__(self) -> None:
@@ -215,6 +221,7 @@ KIP966 = replace(
     elr=True,
     strict_min_isr_hw=True,
     hw_ignores_ineligible=True,  # KAFKA-15021 (3.6)
+    fetch_fences_stale_broker_epoch=True,  # 3.7
     controller_isr_change_bumps_epoch=False,
     unclean_recovery="balanced",
 )
