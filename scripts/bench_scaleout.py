@@ -142,6 +142,76 @@ def landed(progress: Path) -> int:
         return 0
 
 
+class Sampler:
+    """Samples the processes of the command ``proc`` (started with ``start_new_session=True``)
+    from /proc every ``interval`` seconds until it and every process it started ended: each
+    process's last CPU counters and role (``seen``), the CPU of what this script reaped itself
+    (``reaped``), each role's peak RSS per step of ``step()`` (``per_batch``) and over the run."""
+
+    def __init__(self, proc: subprocess.Popen, step, interval: float) -> None:
+        self.proc, self.step, self.interval = proc, step, interval
+        self.sessions = {proc.pid}
+        self.seen: dict[tuple[int, int], Seen] = {}
+        self.reaped: dict[int, float] = {}  # pid -> CPU seconds (rusage: itself and all it reaped)
+        self.per_batch: list[dict[str, int]] = []
+        self.peak = dict.fromkeys(ROLES, 0)
+        self.returncode: int | None = None
+
+    def _reap(self, flags: int) -> bool:
+        """Reap one child (the command, or an orphan of it: subreaper); False when none is ready."""
+        try:
+            pid, status, usage = os.wait4(-1, flags)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return False
+        self.reaped[pid] = usage.ru_utime + usage.ru_stime
+        if pid == self.proc.pid:
+            self.returncode = self.proc.returncode = os.waitstatus_to_exitcode(status)
+        return True
+
+    def sample(self) -> list:
+        procs = job_processes(self.sessions)
+        role_of = roles(procs, self.proc.pid)
+        batch = self.step()
+        stats = {pid: st for pid, _, _ in procs if (st := read_stat(pid)) is not None}
+        keys = {pid: (pid, st[1]) for pid, st in stats.items()}
+        sums = dict.fromkeys(ROLES, 0)
+        for pid, (ppid, _, own, children, rss) in stats.items():
+            entry = self.seen.get(keys[pid])
+            if entry is None:
+                entry = self.seen[keys[pid]] = Seen(pid, role_of[pid], None)
+            entry.role = role_of[pid]  # again each time: a process sampled between its fork and its exec
+            entry.parent = keys.get(ppid)
+            entry.own, entry.children = own, children
+            sums[entry.role] += rss
+        while len(self.per_batch) <= batch:
+            self.per_batch.append(dict.fromkeys(ROLES, 0))
+        for role, rss in sums.items():
+            self.per_batch[batch][role] = max(self.per_batch[batch][role], rss)
+            self.peak[role] = max(self.peak[role], rss)
+        return procs
+
+    def run(self, on_step=None) -> None:
+        shown = 0
+        try:
+            while True:
+                procs = self.sample()
+                if on_step is not None and len(self.per_batch) - 1 > shown:
+                    shown = len(self.per_batch) - 1
+                    on_step(shown)
+                while self._reap(os.WNOHANG):
+                    pass
+                if self.returncode is not None and not procs:
+                    break
+                time.sleep(self.interval)
+            while self._reap(0):  # every process of the run ended; the last orphans (zombies) with their CPU
+                pass
+        except BaseException:
+            kill_job(self.sessions)
+            raise
+
+
 def run_stream(label: str, tree: Path, work: Path, partitions: int, batches: int, args, pure: bool) -> RunResult:
     """One ``replemu stream`` run from ``tree``, sampled until every process of it ended."""
     out, ck = work / "out", work / "ck"
@@ -160,63 +230,19 @@ def run_stream(label: str, tree: Path, work: Path, partitions: int, batches: int
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True)
-    sessions = {proc.pid}
-    seen: dict[tuple[int, int], Seen] = {}
-    reaped: dict[int, float] = {}  # pid -> CPU seconds (rusage: itself and all it reaped)
-    per_batch: list[dict[str, int]] = []
-    peak = dict.fromkeys(ROLES, 0)
-    returncode, shown = None, 0
+    sampler = Sampler(proc, lambda: landed(out / "progress.jsonl"), args.interval)
     try:
-        while True:
-            procs = job_processes(sessions)
-            role_of = roles(procs, proc.pid)
-            batch = landed(out / "progress.jsonl")
-            stats = {pid: st for pid, _, _ in procs if (st := read_stat(pid)) is not None}
-            keys = {pid: (pid, st[1]) for pid, st in stats.items()}
-            sums = dict.fromkeys(ROLES, 0)
-            for pid, (ppid, start_time, own, children, rss) in stats.items():
-                key = keys[pid]
-                entry = seen.get(key)
-                if entry is None:
-                    entry = seen[key] = Seen(pid, role_of[pid], None)
-                entry.role = role_of[pid]  # again each time: a process sampled between its fork and its exec
-                entry.parent = keys.get(ppid)
-                entry.own, entry.children = own, children
-                sums[entry.role] += rss
-            while len(per_batch) <= batch:
-                per_batch.append(dict.fromkeys(ROLES, 0))
-            for role, rss in sums.items():
-                per_batch[batch][role] = max(per_batch[batch][role], rss)
-                peak[role] = max(peak[role], rss)
-            if batch > shown and batch % 10 == 0:
-                print(f"    {batch} micro-batches landed ({time.monotonic() - start:,.0f} s)", flush=True)
-            shown = batch
-            while True:  # our children: the driver's Python, and orphans of the run (subreaper)
-                try:
-                    pid, status, usage = os.wait4(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                reaped[pid] = usage.ru_utime + usage.ru_stime
-                if pid == proc.pid:
-                    returncode = proc.returncode = os.waitstatus_to_exitcode(status)
-            if returncode is not None and not procs:
-                break
-            time.sleep(args.interval)
-        while True:  # every process of the run ended; reap the last orphans (zombies now) with their CPU
-            try:
-                pid, status, usage = os.wait4(-1, 0)
-            except ChildProcessError:
-                break
-            reaped[pid] = usage.ru_utime + usage.ru_stime
-    except BaseException:
-        kill_job(sessions)
-        raise
+        sampler.run(lambda batch: print(f"    {batch} micro-batches landed ({time.monotonic() - start:,.0f} s)", flush=True)
+                    if batch % 10 == 0 else None)
     finally:
         log.close()
+    seen, reaped, per_batch, peak, returncode = sampler.seen, sampler.reaped, sampler.per_batch, sampler.peak, sampler.returncode
     wall = time.monotonic() - start
     cpu, unsampled = attribute(seen, reaped)
+    if os.environ.get("BENCH_SCALEOUT_DUMP"):  # every process's last sample, for checking the accounting
+        with open(os.environ["BENCH_SCALEOUT_DUMP"], "a") as f:
+            f.write(json.dumps({"label": label, "partitions": partitions, "reaped": reaped,
+                                "seen": [[*k, s.role, s.parent, s.own, s.children, s.exact] for k, s in seen.items()]}) + "\n")
     progress = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()] \
         if (out / "progress.jsonl").exists() else []
     text = (work / "stdout").read_text()
