@@ -212,7 +212,16 @@ class WorkloadGenerator:
     last burst for the next call (``pending``).
     """
 
-    def __init__(self, seed: int, partition: int, profile: Profile) -> None:
+    def __init__(self, seed: int, partition: int, profile: Profile | None,
+                 resume: "tuple[array[int], dict[str, Any]] | None" = None) -> None:
+        """A new generator from the seed (``profile`` given), or one resumed from the parts of
+        ``to_bytes`` (``profile`` None, ``resume`` = the words and the document ``from_bytes``
+        read): one constructor, since a compiled class cannot be made without its ``__init__``."""
+        if profile is None:
+            if resume is None:
+                raise ValueError("a WorkloadGenerator needs a profile or the state to resume")
+            self._restore(resume[0], resume[1])
+            return
         rng = streams(seed, partition)
         self.seed, self.partition = seed, partition
         self.profile: Profile | None = profile  # None once resumed from bytes (its rates are kept)
@@ -358,7 +367,10 @@ class WorkloadGenerator:
         if sys.byteorder != "little":
             words.byteswap()
         doc = json.loads(zlib.decompress(data[_FIXED:]).decode("utf-8"))
-        g = WorkloadGenerator.__new__(WorkloadGenerator)  # (mypyc cannot compile cls.__new__(cls))
+        return WorkloadGenerator(doc["seed"], doc["partition"], None, (words, doc))
+
+    def _restore(self, words: "array[int]", doc: dict[str, Any]) -> None:
+        g = self
         g.seed, g.partition = doc["seed"], doc["partition"]
         g.profile, g.rates = None, dict(zip(RATE_KEYS, doc["rates"]))
         g.header = None  # drawn at the start; a resumed generator is past it (``partition_header``)
@@ -374,7 +386,6 @@ class WorkloadGenerator:
         g.assignment = g.shadow.assignment
         g.next_compaction, g.late = doc["next_compaction"], {rid: due for rid, due in doc["late"]}
         g.emitted, g.produced, g.started, g.pending = doc["emitted"], doc["produced"], doc["started"], doc["pending"]
-        return g
 
 
 # ``WorkloadGenerator.to_bytes``: this magic, then the Mersenne Twister state of the workload,
