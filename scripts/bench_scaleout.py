@@ -17,7 +17,11 @@ sample.  A process that ends between two samples is still counted: this script m
 child subreaper (orphans of the run become its children, reaped with their rusage), and a
 process never sampled (a short-lived Python worker) is counted through its parent's
 cutime + cstime, minus what the parent's sampled children account for, under the role of what
-that parent starts (a JVM's children are Python workers).  The micro-batch a sample belongs to
+that parent starts (a JVM's children are Python workers).  One exception: ``pyspark.daemon``
+ignores SIGCHLD, so the Python workers it forks are reaped by the kernel and their CPU reaches no
+parent's cutime and no rusage; they are counted from their samples only (their time after the
+last sample, and a worker that lives less than one interval, are lost; with Spark's default
+worker reuse they live long).  That is why the CPU counted exceeds what this script reaped.  The micro-batch a sample belongs to
 is the number of lines of ``OUTPUT/progress.jsonl`` at that moment (the driver's listener writes
 one per micro-batch): the sample is taken while that micro-batch runs.
 
@@ -110,6 +114,7 @@ class Seen:
     own: int = 0  # ticks
     children: int = 0  # ticks
     exact: float | None = None  # seconds, from our own wait4 when this script reaped it
+    cmd: str = ""
 
 
 @dataclass
@@ -124,7 +129,7 @@ class RunResult:
     peak: dict[str, int]  # each role's peak RSS over the run
     cpu: dict[str, float]  # seconds per role
     unsampled: dict[str, float]  # of which: processes never sampled, counted through their parent
-    reaped_s: float  # CPU of everything this script reaped itself (the check: == sum(cpu))
+    reaped_s: float  # CPU of everything this script reaped itself (<= sum(cpu): pyspark.daemon's workers reach no rusage)
     processes: dict[str, int] = field(default_factory=dict)  # processes sampled per role
 
     def census(self) -> str:
@@ -176,12 +181,14 @@ class Sampler:
         batch = self.step()
         stats = {pid: st for pid, _, _ in procs if (st := read_stat(pid)) is not None}
         keys = {pid: (pid, st[1]) for pid, st in stats.items()}
+        cmds = {pid: cmd for pid, _, cmd in procs}
         sums = dict.fromkeys(ROLES, 0)
         for pid, (ppid, _, own, children, rss) in stats.items():
             entry = self.seen.get(keys[pid])
             if entry is None:
                 entry = self.seen[keys[pid]] = Seen(pid, role_of[pid], None)
-            entry.role = role_of[pid]  # again each time: a process sampled between its fork and its exec
+            if cmds[pid] != entry.cmd:  # first seen, or exec'd: a process sampled between its fork and its exec
+                entry.role, entry.cmd = role_of[pid], cmds[pid]  # has its parent's command line; an orphan keeps its role
             entry.parent = keys.get(ppid)
             entry.own, entry.children = own, children
             sums[entry.role] += rss
@@ -341,13 +348,13 @@ def report_long(r: RunResult, args) -> dict[str, float]:
 def report_cpu(results: list[RunResult]) -> dict[str, float]:
     print(f"    {'partitions':>10} | {'driver side':>11} | {'executors':>9} | {'driver share':>12} | "
           f"driver Python / JVM / source planner / generators / driver Python workers (CPU s) | "
-          f"driver peak RSS Python / JVM / source planner (MiB) | reaped = sampled", flush=True)
+          f"driver peak RSS Python / JVM / source planner (MiB) | CPU counted", flush=True)
     for r in results:
         d, e = r.side(DRIVER_ROLES), r.side(EXECUTOR_ROLES)
         print(f"    {r.partitions:>10,} | {d:11.1f} | {e:9.1f} | {d / (d + e):12.0%} | "
               + " / ".join(f"{r.cpu[role]:.1f}" for role in DRIVER_ROLES)
               + f" | {r.peak['driver Python'] / MIB:,.0f} / {r.peak['driver JVM'] / MIB:,.0f} / {r.peak['source planner'] / MIB:,.0f}"
-              + f" | {r.reaped_s:.1f} = {sum(r.cpu.values()):.1f} (never sampled: {sum(r.unsampled.values()):.1f})", flush=True)
+              + f" | {sum(r.cpu.values()):.1f} s ({r.reaped_s:.1f} reaped here; never sampled {sum(r.unsampled.values()):.1f})", flush=True)
         print(f"    {'':>10}   {r.partitions:,} partitions: {r.batches} micro-batches in {r.wall_s:,.0f} s; processes sampled: {r.census()}",
               flush=True)
     small, large = results[0], results[-1]
