@@ -525,7 +525,7 @@ class MemoryPerBatch:
     def __init__(self, spark, sampler: RssSampler) -> None:
         self.spark, self.sampler, self.rows = spark, sampler, []
 
-    def on_spark_batch(self, kinds, batch_id: int, output_dir: Path) -> None:
+    def on_spark_batch(self, kinds, batch_id: int, output_dir: Path, counts=None) -> None:
         jvm = self.spark.sparkContext._jvm
         jvm.System.gc()
         runtime = jvm.java.lang.Runtime.getRuntime()

@@ -42,11 +42,12 @@ class BatchStats:
 
 class BatchObserver(Protocol):
     """Sees each micro-batch's output rows once they landed (``kinds``: kind -> Spark DataFrame of
-    that kind's ``KIND_COLUMNS``, cached on the executors for the call; only the kinds with rows);
-    must never raise into the query and never bring the rows to the driver.  ``finish`` runs when
+    that kind's ``KIND_COLUMNS``, cached on the executors for the call; only the kinds with rows;
+    ``counts``: rows per kind); must never raise into the query, and may bring rows to the driver
+    only up to a bound of its own (never a number that grows with the stream).  ``finish`` runs when
     the query ends."""
 
-    def on_spark_batch(self, kinds: dict[str, Any], batch_id: int, output_dir: Path) -> None: ...
+    def on_spark_batch(self, kinds: dict[str, Any], batch_id: int, output_dir: Path, counts: dict[str, int]) -> None: ...
 
     def finish(self, output_dir: Path) -> None: ...
 
@@ -147,7 +148,7 @@ class ParquetSink:
                 else:
                     self.store.remove(target)  # a replayed batch that now has nothing of this kind
             if self.observer is not None:
-                self.observer.on_spark_batch({k: kinds[k] for k in OUTPUT_KINDS if counts[k]}, batch_id, self.observer_dir)
+                self.observer.on_spark_batch({k: kinds[k] for k in OUTPUT_KINDS if counts[k]}, batch_id, self.observer_dir, counts)
                 if self._mirror is not None:
                     self._mirror.upload_changes()
         except OSError:

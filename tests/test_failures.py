@@ -110,7 +110,7 @@ class _RemovesTheOutput:
     def __init__(self, after: int) -> None:
         self.after = after
 
-    def on_spark_batch(self, kinds, batch_id: int, output_dir: Path) -> None:
+    def on_spark_batch(self, kinds, batch_id: int, output_dir: Path, counts=None) -> None:
         if batch_id == self.after:
             shutil.rmtree(output_dir)
 
