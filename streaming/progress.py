@@ -19,12 +19,20 @@ def input_rows(progress: dict) -> int:
 
 def input_unit(progress: dict) -> str:
     """What a micro-batch's input rows are: event files for the file source (read whole, one row
-    each), events for the others."""
+    each), ticks for the workload source (one per partition that advances: its steps are
+    generated in the state function), events for the others."""
     sources = progress.get("sources") or []
-    return "files" if sources and all("FileStreamSource" in (x.get("description") or "") for x in sources) else "rows"
+    descriptions = [x.get("description") or "" for x in sources]
+    if descriptions and all("FileStreamSource" in d for d in descriptions):
+        return "files"
+    if descriptions and all(".python.PythonMicroBatchStream" in d for d in descriptions):
+        return "ticks"  # the only Python source replemu stream reads is the workload's
+    return "rows"
 
 
-def print_progress(progress: dict, stats: dict[int, BatchStats], out) -> None:
+def print_progress(progress: dict, stats: dict, out) -> None:
+    """One line: the batch's input (``input_unit``), partitions, violations, quarantined rows,
+    duration and state size; ``stats``: batch id -> the sink's ``BatchStats``."""
     batch_id = progress["batchId"]
     st = stats.get(batch_id)
     duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
