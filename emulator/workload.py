@@ -451,5 +451,14 @@ def generate_partition(seed: int, partition: int, profile: Profile) -> dict[str,
     return doc
 
 
+def first_steps_document(seed: int, partition: int, profile: Profile, steps: int) -> dict[str, Any]:
+    """The scenario (contract YAML form) of the first ``steps`` steps of partition ``partition``'s
+    endless sequence, cut wherever that falls (``generate_partition`` stops at whole bursts)."""
+    doc = partition_header(seed, partition, profile)
+    doc.pop("length")
+    doc["steps"] = WorkloadGenerator(seed, partition, profile).steps(1, steps)
+    return doc
+
+
 def generate_scenario(seed: int, partition: int, profile: Profile) -> Scenario:
     return parse_scenario(generate_partition(seed, partition, profile), source=f"campaign {seed}/{profile.name}/{partition}")

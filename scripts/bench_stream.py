@@ -313,18 +313,9 @@ def noop_workload_stream(spark, options: dict, checkpoint: Path) -> list[dict]:
 def workload_core_alone(profile, seed: int, partitions: int, steps: int, protocol: str) -> float:
     """Events/s of the core alone over the first ``steps`` generated steps of every partition."""
     from emulator.scenario import parse_scenario as parse
-    from emulator.workload import partition_header, step_bursts
+    from emulator.workload import first_steps_document
 
-    scenarios = []
-    for k in range(partitions):
-        doc = partition_header(seed, k, profile)
-        doc.pop("length")
-        gen, doc["steps"] = step_bursts(seed, k, profile), []
-        while len(doc["steps"]) < steps:
-            doc["steps"].extend(next(gen))
-        doc["steps"] = doc["steps"][:steps]
-        scenarios.append(parse(doc))
-    return core_alone(scenarios, protocol)
+    return core_alone([parse(first_steps_document(seed, k, profile, steps)) for k in range(partitions)], protocol)
 
 
 def mode_workload(spark, args, work: Path) -> None:

@@ -50,20 +50,11 @@ def bundled() -> list:
 
 def generated(profile_name: str, partitions: int, steps: int, seed: int = 7) -> list:
     """The workload generator's first ``steps`` steps of ``partitions`` partitions."""
-    from emulator.workload import partition_header, step_bursts
+    from emulator.workload import first_steps_document
     from scenario_io.profiles import load_profiles
 
     profile = load_profiles()[profile_name]
-    scenarios = []
-    for k in range(partitions):
-        doc = partition_header(seed, k, profile)
-        doc.pop("length")
-        bursts, doc["steps"] = step_bursts(seed, k, profile), []
-        while len(doc["steps"]) < steps:
-            doc["steps"].extend(next(bursts))
-        doc["steps"] = doc["steps"][:steps]
-        scenarios.append(parse_scenario(doc))
-    return scenarios
+    return [parse_scenario(first_steps_document(seed, k, profile, steps)) for k in range(partitions)]
 
 
 def records(frame) -> list[tuple]:
