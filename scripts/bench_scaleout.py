@@ -72,7 +72,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # processes.py: the job's processes and
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # baseline.py
 
 from baseline import extract, git, project_head  # noqa: E402
-from processes import DRIVER_ROLES, EXECUTOR_ROLES, ROLES, job_processes, kill_job, roles  # noqa: E402
+from processes import DRIVER_ROLES, EXECUTOR_ROLES, ROLES, job_processes, kill_job, roles, stat_fields  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -96,12 +96,9 @@ def become_subreaper() -> None:
 
 def read_stat(pid: int) -> tuple[int, int, int, int, int] | None:
     """(ppid, start time, own CPU ticks, reaped children's CPU ticks, RSS bytes) of ``pid``."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
+    rest = stat_fields(pid)
+    if rest is None:
         return None
-    rest = stat[stat.rindex(")") + 2:].split()
     return int(rest[1]), int(rest[19]), int(rest[11]) + int(rest[12]), int(rest[13]) + int(rest[14]), int(rest[21]) * PAGE
 
 

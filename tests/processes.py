@@ -12,14 +12,20 @@ import signal
 import time
 
 
-def _stat(pid: str) -> tuple[str, int, int] | None:
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (``[0]`` is the state, ``[1]``
+    the parent, ``[3]`` the session ... as proc(5) numbers them from 3), or None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
     except OSError:
         return None
-    rest = stat[stat.rindex(")") + 2:].split()
-    return rest[0], int(rest[1]), int(rest[3])  # state, ppid, session
+    return stat[stat.rindex(")") + 2:].split()
+
+
+def _stat(pid: str) -> tuple[str, int, int] | None:
+    rest = stat_fields(pid)
+    return None if rest is None else (rest[0], int(rest[1]), int(rest[3]))  # state, ppid, session
 
 
 def job_processes(sessions: set[int]) -> list[tuple[int, int, str]]:
