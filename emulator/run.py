@@ -12,7 +12,7 @@ from .effects import Effect
 from .partition import Partition
 from .result import compacted_prefix, result_object, state_snapshot
 from .kraft import REFUSED
-from .scenario import Scenario, ScenarioError
+from .scenario import Scenario, ScenarioError, StepRefused
 from .steps import Step, describe_step, step_to_dict
 from .variants import ProtocolVariant, knob_overrides, variant_named
 
@@ -130,8 +130,8 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
         report = replay.apply(step)
         if any(e["error"] == REFUSED for e in report.errors):
             reason = next((e.get("reason") for e in report.events if e["event"] == "StepRefused"), "")
-            raise ScenarioError(f"{scenario.source}: step {report.step} ({describe_step(step)}): "
-                                f"not a step the {variant.name} controller can take: {reason}")
+            raise StepRefused(f"{scenario.source}: step {report.step} ({describe_step(step)}): "
+                              f"not a step the {variant.name} controller can take: {reason}")
         if trace:
             steps_trace.append({
                 "step": report.step,

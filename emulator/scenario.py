@@ -25,6 +25,12 @@ class ScenarioError(ValueError):
     """An invalid scenario: the message names the file, the step and what is wrong."""
 
 
+class StepRefused(ScenarioError):
+    """A scenario valid in itself whose step the variant's controller cannot take (a KRaft
+    controller writes no epoch or ISR an election asks for): refused under that variant, never
+    turned into a verdict; the scenario may run under the others."""
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str

@@ -41,14 +41,32 @@ def run_cli(args: list[str], pure: bool, cwd: Path = ROOT) -> tuple[str, str]:
     return done.stderr.splitlines()[0], done.stdout
 
 
+def accepted_under(path: Path, protocol: str) -> bool:
+    """Whether ``protocol``'s controller takes every step of the scenario (Kafka's ZooKeeper-era
+    tests elect with explicit epochs, which a KRaft variant refuses)."""
+    from emulator.run import run_scenario
+    from emulator.scenario import StepRefused
+    from scenario_io.yaml_files import load_scenario
+
+    try:
+        run_scenario(load_scenario(path), protocol)
+    except StepRefused:
+        return False
+    return True
+
+
 @needs_compiled
 def test_compiled_and_pure_runs_are_byte_identical():
-    files = sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "conf" / "scenarios").glob("*.yaml"), *(ROOT / "tests" / "kafka").glob("*.yaml")])
-    args = ["run", *files, "--protocol", "all", "--json", "--trace"]
-    (compiled_build, compiled), (pure_build, pure) = run_cli(args, pure=False), run_cli(args, pure=True)
-    assert (compiled_build, pure_build) == (COMPILED, PURE)
-    assert len(json.loads(pure)) == len(VARIANT_NAMES) * len(files)
-    assert compiled == pure
+    paths = sorted([*(ROOT / "conf" / "scenarios").glob("*.yaml"), *(ROOT / "tests" / "kafka").glob("*.yaml")])
+    runs = 0
+    for protocol in VARIANT_NAMES:  # per variant: the files its controller takes
+        files = [str(p.relative_to(ROOT)) for p in paths if accepted_under(p, protocol)]
+        args = ["run", *files, "--protocol", protocol, "--json", "--trace"]
+        (compiled_build, compiled), (pure_build, pure) = run_cli(args, pure=False), run_cli(args, pure=True)
+        assert (compiled_build, pure_build) == (COMPILED, PURE)
+        assert len(json.loads(pure)) == len(files) and compiled == pure, protocol
+        runs += len(files)
+    assert runs > len(VARIANT_NAMES) * len(paths) * 0.8  # most files run under every variant
 
 
 @needs_compiled
