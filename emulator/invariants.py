@@ -335,7 +335,7 @@ STEP_CHANGES: dict[StepKind, frozenset[Input]] = {
     StepKind.CHECKPOINT_HW: frozenset(),
     StepKind.FLUSH: frozenset(),
     StepKind.CRASH: frozenset({L, H, R, O, K}),
-    StepKind.RESTART: frozenset({H, C, O}),  # KRaft's registration widens it by its effects
+    StepKind.RESTART: frozenset({H, C, O, K}),  # K: a KRaft registration ends a controlled shutdown (and registers, fences)
     StepKind.SHUTDOWN: ALL_INPUTS,
     StepKind.FENCE: ALL_INPUTS,
     StepKind.UNFENCE: ALL_INPUTS,
