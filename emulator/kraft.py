@@ -286,7 +286,8 @@ def elect(p: "Partition", step: Elect) -> None:
         refuse(p, f"elect names leader {step.leader}, but Kafka's ElectLeaders ({election}) elects "
                   f"{'no leader' if leader is None else leader}: a KRaft election cannot choose its leader")
         return
-    elr = tuple(r for r in target_elr(p, c.isr, c.isr, c.elr) if r != leader)
+    # A leader elected from the ELR stays in it here: write_change moves it into the ISR ([leader]).
+    elr = target_elr(p, c.isr, c.isr, c.elr)
     write_change(p, leader, c.isr, elr, c.last_known_elr, "election " + election.lower(), unclean=unclean, to=step.to)
 
 

@@ -124,8 +124,16 @@ class _Program:
     # -- stepping -------------------------------------------------------------------------
 
     def apply(self, step: Step) -> list[dict]:
+        """Step the shadow and keep the step, unless the variant's controller refuses it (a KRaft
+        election that asks for a leader, an epoch or an ISR ElectLeaders would not write): the
+        core changes nothing then, and the scenario leaves the step out."""
+        from emulator.kraft import REFUSED
+
         self.steps.append(step)
-        return self.replay.apply(step).errors
+        errors = self.replay.apply(step).errors
+        if any(e["error"] == REFUSED for e in errors):
+            self.steps.pop()
+        return errors
 
     def values(self, count: int) -> tuple[str, ...]:
         first = self.produced
