@@ -259,7 +259,6 @@ def kind_frame(rows, kind: str):
             .sortWithinPartitions(*[c for c in SORT_KEYS if c in cols]))
 
 
-BATCH_FILE = "part-0.parquet"  # the one file of a batch directory of the older single-file layout
 
 
 def parquet_bytes(table) -> bytes:
