@@ -37,11 +37,12 @@ class Controller:
     next_broker_epoch: int = 0
     log_info: dict[int, tuple[int, int]] = field(default_factory=dict)
     shutting_down: tuple[int, ...] = ()  # registered brokers in controlled shutdown (inControlledShutdown)
+    lagging: tuple[int, ...] = ()  # brokers that apply the metadata log only by delivery steps (lag_metadata)
 
     def copy(self) -> "Controller":
         return Controller(self.assignment, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.highest_epoch,
                           self.elr, self.last_known_elr, self.fenced, dict(self.broker_epochs), self.next_broker_epoch,
-                          dict(self.log_info), self.shutting_down)
+                          dict(self.log_info), self.shutting_down, self.lagging)
 
     def current_request(self) -> LeaderAndIsrRequest | None:
         if self.leader_epoch < 0:

@@ -53,11 +53,12 @@ from .invariants import REGISTRY
 from .levels import LevelStore, VisitedSet
 from .log import Log
 from .replica import AlterPartitionRequest, FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Role
+from .replica_manager import is_isr_update
 from .run import Replay
 from .state import clone
 from .steps import (
     AlterPartition, CheckpointHw, ControllerRemove, Crash, CrashMode, Elect, Fence, Fetch, FetchResponse, Flush,
-    LeaderAndIsr, LogInfo, Produce, Restart, Shutdown, ShrinkIsr, Step, StepKind, Tick, Unfence,
+    LagMetadata, LeaderAndIsr, LogInfo, Produce, Restart, Shutdown, ShrinkIsr, Step, StepKind, Tick, Unfence,
 )
 from .variants import ProtocolVariant
 
@@ -76,7 +77,7 @@ CODE_OF_KIND: dict[StepKind, str] = {
     StepKind.LEADER_AND_ISR: "L", StepKind.PRODUCE: "P", StepKind.RESTART: "R", StepKind.SHRINK_ISR: "S",
     StepKind.TICK: "T", StepKind.FLUSH: "U", StepKind.CONTROLLER_REMOVE: "X",
     StepKind.ALTER_PARTITION: "A", StepKind.SHUTDOWN: "D", StepKind.LOG_INFO: "G", StepKind.FENCE: "K",
-    StepKind.UNFENCE: "N",
+    StepKind.UNFENCE: "N", StepKind.LAG_METADATA: "M",
 }
 KIND_OF_CODE: dict[str, StepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
 assert set(CODE_OF_KIND) == set(StepKind) and len(KIND_OF_CODE) == len(StepKind), "one distinct code letter per step kind"
@@ -87,9 +88,10 @@ def step_code(kind: StepKind, replica: int | None = None, flag: str = "") -> str
 
 
 # Step kinds searched when --steps is not given: everything but tick (lag expiry grows the clock
-# without bound, so it is opt-in); checkpoint_hw and flush only count when the config makes
-# them explicit (with every_step they happen at the end of every step anyway).
-DEFAULT_ALPHABET: tuple[StepKind, ...] = tuple(k for k in StepKind if k is not StepKind.TICK)
+# without bound, so it is opt-in) and lag_metadata (KRaft brokers apply the metadata log at once
+# unless it is asked for); checkpoint_hw and flush only count when the config makes them explicit
+# (with every_step they happen at the end of every step anyway).
+DEFAULT_ALPHABET: tuple[StepKind, ...] = tuple(k for k in StepKind if k not in (StepKind.TICK, StepKind.LAG_METADATA))
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +308,7 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
         p.now_ms, p.compacted_offset, p.prefix_digest,
         (c.leader, c.leader_epoch, c.isr, rank[c.partition_epoch], c.highest_epoch, c.elr, c.last_known_elr, c.fenced,
          tuple(sorted([(b, brank[e]) for b, e in c.broker_epochs.items()])), brank[c.next_broker_epoch],
-         tuple(sorted(c.log_info.items())), c.shutting_down),
+         tuple(sorted(c.log_info.items())), c.shutting_down, c.lagging),
         tuple(replicas), checker, (counters.records, counters.crashes, counters.power_crashes),
     )
 
@@ -315,7 +317,7 @@ def _in_flight(q: AlterPartitionRequest | None, rank: dict[int, int], brank: dic
     if q is None:
         return None
     return (q.leader, q.leader_epoch, rank.get(q.partition_epoch, -2), q.isr,
-            tuple([(f, brank.get(e, -2)) for f, e in q.added_broker_epochs]), q.why)
+            tuple([(f, brank.get(e, -2)) for f, e in q.added_broker_epochs]), q.why, q.rejected)
 
 
 def _broker_epoch_ranks(c, replicas) -> dict[int, int]:
@@ -373,7 +375,7 @@ def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
     p.now_ms, p.compacted_offset, p.prefix_digest = now_ms, compacted_offset, prefix_digest
     c = p.controller
     (c.leader, c.leader_epoch, c.isr, c.partition_epoch, c.highest_epoch, c.elr, c.last_known_elr, c.fenced, broker_epochs,
-     c.next_broker_epoch, log_info, c.shutting_down) = ctl
+     c.next_broker_epoch, log_info, c.shutting_down, c.lagging) = ctl
     c.broker_epochs, c.log_info = dict(broker_epochs), dict(log_info)
     semantics = p.variant.cache_semantics
     for (rid, log, log_start, log_before, hw, hw_checkpoint, recovery_point, cache, alive, halted, role, believed_leader,
@@ -443,9 +445,9 @@ def renamed(t: tuple, m: dict[int, int]) -> tuple:
     def keyed(items):
         return tuple(sorted([(m[k], v) for k, v in items]))
 
-    leader, epoch, isr, pe, highest, elr, last_elr, fenced, broker_epochs, next_be, log_info, shutting_down = ctl
+    leader, epoch, isr, pe, highest, elr, last_elr, fenced, broker_epochs, next_be, log_info, shutting_down, lagging = ctl
     ctl2 = (one(leader), epoch, ids(isr), pe, highest, ids(elr), ids(last_elr), ids(fenced), keyed(broker_epochs), next_be,
-            keyed(log_info), ids(shutting_down))
+            keyed(log_info), ids(shutting_down), ids(lagging))
     out: list[Any] = [None] * len(replicas)
     for r in replicas:
         (rid, log, start, before, hw, hwc, rp, cache, alive, halted, role, believed, lepoch, rpe, fresh, processed, fetch_state,
@@ -453,8 +455,8 @@ def renamed(t: tuple, m: dict[int, int]) -> tuple:
         if ls is not None:
             lisr, lpe, eso, remote_leo, caught_up, fetch_leo, fetch_ms, acks, highest_hw, remote_be, in_flight = ls
             if in_flight is not None:
-                q_leader, q_epoch, q_pe, q_isr, added, why = in_flight
-                in_flight = (m[q_leader], q_epoch, q_pe, ids(q_isr), keyed(added), why)
+                q_leader, q_epoch, q_pe, q_isr, added, why, rejected = in_flight
+                in_flight = (m[q_leader], q_epoch, q_pe, ids(q_isr), keyed(added), why, rejected)
             ls = (ids(lisr), lpe, eso, keyed(remote_leo), keyed(caught_up), keyed(fetch_leo), keyed(fetch_ms), acks, highest_hw,
                   keyed(remote_be), in_flight)
         pending2 = tuple([(one(q[0]), q[1], ids(q[2]), q[3]) for q in pending])
@@ -610,6 +612,8 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
             epochs = sorted({q.leader_epoch for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch})
             for e in epochs:
                 codes.append(step_code(StepKind.LEADER_AND_ISR, r, "" if e == epochs[-1] else f"e{e}"))
+            if not epochs and any(is_isr_update(p, rep, q) for q in rep.pending_requests):
+                codes.append(step_code(StepKind.LEADER_AND_ISR, r))  # an ISR-only change a lagging broker has not applied
     # KRaft's controller removes a broker from the ISR only when it fences it (K) or the broker
     # shuts down (D): the ZooKeeper-era removal of a live broker is not searched there.
     if space.has(StepKind.CONTROLLER_REMOVE) and not on_kraft and (next_epoch <= b.epochs or not p.variant.controller_isr_change_bumps_epoch):
@@ -667,7 +671,7 @@ def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tupl
 REPLICA_STEPS: dict[StepKind, Callable[[int], Step]] = {
     StepKind.RESTART: Restart, StepKind.CONTROLLER_REMOVE: ControllerRemove, StepKind.SHRINK_ISR: ShrinkIsr,
     StepKind.CHECKPOINT_HW: CheckpointHw, StepKind.FLUSH: Flush, StepKind.FENCE: Fence, StepKind.UNFENCE: Unfence,
-    StepKind.ALTER_PARTITION: AlterPartition, StepKind.LOG_INFO: LogInfo,
+    StepKind.ALTER_PARTITION: AlterPartition, StepKind.LOG_INFO: LogInfo, StepKind.LAG_METADATA: LagMetadata,
 }
 
 
@@ -709,7 +713,10 @@ def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:
         codes += [step_code(StepKind.FENCE, r) for r in order if not reps[r].alive and r not in c.fenced]
     if space.has(StepKind.ALTER_PARTITION) and p.config.alter_partition == "explicit":
         codes += [step_code(StepKind.ALTER_PARTITION, r) for r in order
-                  if reps[r].presumes_leadership and reps[r].leadership is not None and reps[r].leadership.in_flight is not None]
+                  if reps[r].presumes_leadership and reps[r].leadership is not None and reps[r].leadership.in_flight is not None
+                  and not reps[r].leadership.in_flight.rejected]
+    if space.has(StepKind.LAG_METADATA):  # opt-in (--steps): a broker stops applying the metadata log
+        codes += [step_code(StepKind.LAG_METADATA, r) for r in order if reps[r].alive and r not in c.lagging]
     if space.has(StepKind.LOG_INFO) and p.variant.unclean_recovery in ("balanced", "proactive"):
         if c.leader is None or c.leader in c.fenced:
             codes += [step_code(StepKind.LOG_INFO, r) for r in order

@@ -341,6 +341,7 @@ STEP_CHANGES: dict[StepKind, frozenset[Input]] = {
     StepKind.UNFENCE: ALL_INPUTS,
     StepKind.ALTER_PARTITION: ALL_INPUTS,
     StepKind.LOG_INFO: ALL_INPUTS,
+    StepKind.LAG_METADATA: frozenset({K}),  # only which brokers lag the metadata log
 }
 assert set(STEP_CHANGES) == set(StepKind), "every step kind declares what it can change"
 

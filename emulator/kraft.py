@@ -22,7 +22,7 @@ from .effects import EpochReused, IsrWritten, MetadataChanged, RoleChanged, Uncl
 from .leader import maybe_increment_high_watermark
 from .replica import AlterPartitionRequest, Replica
 from .replica_manager import is_isr_update, process_leader_and_isr
-from .steps import AlterPartition, Elect, Fence, LogInfo, Restart, Shutdown, Unfence
+from .steps import AlterPartition, Elect, Fence, LagMetadata, LogInfo, Restart, Shutdown, Unfence
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition
@@ -190,7 +190,8 @@ def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | No
     if to is None:
         first = (c.leader,) if c.leader is not None else ()
         to = first + tuple(r for r in p.assignment if r != c.leader)
-    to = tuple(r for r in to if r != exclude and r not in c.fenced)  # a fenced broker catches up when unfenced
+    # A fenced broker catches up when unfenced; a lagging one by delivery steps (lag_metadata).
+    to = tuple(r for r in to if r != exclude and r not in c.fenced and r not in c.lagging)
     for r in p.assignment:
         rep = p.replicas[r]
         if rep.alive and r not in to:
@@ -377,6 +378,7 @@ def unfence(p: "Partition", step: Unfence) -> None:
 def unfence_broker(p: "Partition", rep: Replica) -> None:
     c = p.controller
     c.fenced = tuple(x for x in c.fenced if x != rep.id)
+    c.lagging = tuple(x for x in c.lagging if x != rep.id)  # it caught up with the metadata log to be unfenced
     p.effect(MetadataChanged(c.partition_epoch))
     p.event("BrokerUnfenced", replica=rep.id, broker_epoch=rep.broker_epoch)
     request = c.current_request()
@@ -399,6 +401,7 @@ def register(p: "Partition", rep: Replica, fenced: bool) -> None:
     clean = rep.clean_shutdown_epoch is not None and rep.clean_shutdown_epoch == c.broker_epochs.get(r)
     rep.clean_shutdown_epoch = None  # the file is removed at startup
     c.shutting_down = tuple(x for x in c.shutting_down if x != r)  # a new registration is not shutting down
+    c.lagging = tuple(x for x in c.lagging if x != r)  # a starting broker replays the metadata log
     c.broker_epochs[r] = rep.broker_epoch = c.next_broker_epoch
     c.next_broker_epoch += 1
     p.event("BrokerRegistered", replica=r, broker_epoch=rep.broker_epoch, clean_shutdown=clean)
@@ -465,7 +468,7 @@ def answer_in_flight(p: "Partition") -> None:
     for r in p.assignment:
         rep = p.replicas[r]
         ls = rep.leadership
-        if ls is not None and ls.in_flight is not None:
+        if ls is not None and ls.in_flight is not None and not ls.in_flight.rejected:
             request, ls.in_flight = ls.in_flight, None
             answer_alter_partition(p, rep, request)
 
@@ -477,11 +480,17 @@ def alter_partition(p: "Partition", step: AlterPartition) -> None:
     """The controller answers the AlterPartition in flight from leader ``step.replica``."""
     rep = p.replicas[step.replica]
     ls = rep.leadership
-    if not rep.alive or ls is None or ls.in_flight is None:
+    if not rep.alive or ls is None or ls.in_flight is None or ls.in_flight.rejected:
         p.error("NO_ALTER_PARTITION_IN_FLIGHT")
         return
     request, ls.in_flight = ls.in_flight, None
     answer_alter_partition(p, rep, request)
+
+
+# Partition.handleAlterPartitionError (3.5.0 - 3.9.0): after these the leader stays in its pending
+# state (the maximal ISR, no new AlterPartition) until new metadata reaches it; after the others
+# (INELIGIBLE_REPLICA) it returns to its last committed state.
+AWAIT_METADATA_ERRORS = ("FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "INVALID_REQUEST")
 
 
 def rejection(p: "Partition", request: AlterPartitionRequest) -> tuple[str, str] | None:
@@ -515,8 +524,13 @@ def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartit
     if refused is not None:
         error, reason = refused
         p.error(error)
-        p.event("AlterPartitionRejected", leader=leader.id, isr=list(request.isr), error=error, reason=reason)
-        if ls is not None:
+        awaits_metadata = is_kraft(p) and error in AWAIT_METADATA_ERRORS and ls is not None
+        p.event("AlterPartitionRejected", leader=leader.id, isr=list(request.isr), error=error, reason=reason,
+                **({"awaits_metadata": True} if awaits_metadata else {}))
+        if ls is not None and awaits_metadata:
+            ls.in_flight = AlterPartitionRequest(request.leader, request.leader_epoch, request.partition_epoch, request.isr,
+                                                 request.added_broker_epochs, request.why, error)
+        elif ls is not None:
             maybe_increment_high_watermark(p, leader)  # the maximal ISR shrank back to the ISR
         return False
     c = p.controller
@@ -529,11 +543,37 @@ def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartit
     else:  # the leader learns the new state first (the AlterPartition response), then the others
         elr = target_elr(p, c.isr, request.isr, c.elr)
         changed = write_change(p, c.leader, request.isr, elr, c.last_known_elr, "alter_partition " + request.why)
+        if changed and leader.id in c.lagging and ls is not None:
+            # The AlterPartition response carries the new state to the leader, lagging or not
+            # (Partition.handleAlterPartitionUpdate).
+            current = c.current_request()
+            assert current is not None
+            process_leader_and_isr(p, leader, current)
     p.effect(IsrWritten(leader.id))
     p.event("IsrChange", by="leader", why=request.why, isr=list(request.isr), epoch=c.leader_epoch)
     if changed and ls is not None and leader.leadership is not None:
         maybe_increment_high_watermark(p, leader)
     return True
+
+
+# -- metadata delivery -----------------------------------------------------------------------------
+
+
+def lag_metadata(p: "Partition", step: LagMetadata) -> None:
+    """The broker stops applying the metadata log: the partition changes written from now on wait
+    in its pending requests until a ``leader_and_isr`` step delivers them (``deliver``)."""
+    if not is_kraft(p):
+        p.error(NO_ANSWER)
+        return
+    rep, c = p.replicas[step.replica], p.controller
+    if not rep.alive:
+        p.error("BROKER_NOT_AVAILABLE")
+        return
+    if rep.id in c.lagging:
+        p.error("BROKER_ALREADY_LAGGING")
+        return
+    c.lagging = tuple(sorted(c.lagging + (rep.id,)))
+    p.event("MetadataLag", replica=rep.id, applied_partition_epoch=rep.partition_epoch)
 
 
 # -- unclean recovery -----------------------------------------------------------------------------

@@ -48,6 +48,10 @@ class AlterPartitionRequest:
     isr: tuple[int, ...]
     added_broker_epochs: tuple[tuple[int, int], ...]
     why: str
+    # The controller's error when it rejected this request and the leader stays in the pending
+    # state until new metadata reaches it (Partition.handleAlterPartitionError: FENCED_LEADER_EPOCH,
+    # INVALID_UPDATE_VERSION, INVALID_REQUEST); "" while it awaits the answer.
+    rejected: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,18 @@ def leader_and_isr(p: "Partition", step: LeaderAndIsr) -> None:
     # epoch wins.  (With it, a shared epoch is an explicit reuse in the scenario: the first sent.)
     by_partition_epoch = not p.variant.controller_isr_change_bumps_epoch or p.variant.metadata == "kraft"
     process_leader_and_isr(p, rep, max(newer, key=lambda q: (q.leader_epoch, q.partition_epoch if by_partition_epoch else 0)))
+    maybe_end_metadata_lag(p, rep)
+
+
+def maybe_end_metadata_lag(p: "Partition", rep: Replica) -> bool:
+    """A broker lagging the metadata log (``lag_metadata``) stops lagging once a delivery brought
+    it to the newest partition change: nothing newer is pending.  True if it stopped."""
+    c = p.controller
+    if rep.id not in c.lagging or any(q.leader_epoch > rep.leader_epoch or is_isr_update(p, rep, q) for q in rep.pending_requests):
+        return False
+    c.lagging = tuple(x for x in c.lagging if x != rep.id)
+    p.event("MetadataCaughtUp", replica=rep.id, partition_epoch=rep.partition_epoch)
+    return True
 
 
 def is_isr_update(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> bool:

@@ -42,6 +42,7 @@ CONTROLLER_FIELDS: dict[str, tuple[str, Any]] = {
     "last_known_elr": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
     "fenced": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
     "in_controlled_shutdown": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+    "lagging_metadata": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
 }
 LOSS_FIELDS: dict[str, tuple[str, Any]] = {
     "offset": ("an int", _is_int),
@@ -59,6 +60,8 @@ def controller_snapshot(p) -> dict[str, Any]:
         snapshot.update(elr=list(c.elr), last_known_elr=list(c.last_known_elr), fenced=list(c.fenced))
         if c.shutting_down:  # only while a broker is in controlled shutdown
             snapshot["in_controlled_shutdown"] = list(c.shutting_down)
+        if c.lagging:  # only while a broker lags the metadata log (lag_metadata)
+            snapshot["lagging_metadata"] = list(c.lagging)
     return snapshot
 
 

@@ -66,6 +66,8 @@ def _kraft_leadership(ls: LeaderState) -> dict[str, Any]:
     q = ls.in_flight
     if q is not None:
         d["in_flight"] = [q.leader, q.leader_epoch, q.partition_epoch, list(q.isr), [list(x) for x in q.added_broker_epochs], q.why]
+        if q.rejected:
+            d["in_flight"].append(q.rejected)
     return d
 
 
@@ -129,6 +131,7 @@ def state_document(replay: Replay) -> dict[str, Any]:
                 "broker_epochs": _str_keys(c.broker_epochs), "next_broker_epoch": c.next_broker_epoch,
                 "log_info": {str(k): list(v) for k, v in sorted(c.log_info.items())}} if kraft else {}),
             **({"shutting_down": list(c.shutting_down)} if c.shutting_down else {}),
+            **({"lagging": list(c.lagging)} if c.lagging else {}),
         },
         "replicas": replicas,
         "oracle": {
@@ -174,6 +177,7 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
         ctl.broker_epochs, ctl.next_broker_epoch = _int_keys(c["broker_epochs"]), c["next_broker_epoch"]
         ctl.log_info = {int(k): (v[0], v[1]) for k, v in c["log_info"].items()}
     ctl.shutting_down = tuple(c.get("shutting_down", ()))
+    ctl.lagging = tuple(c.get("lagging", ()))
     for d in doc["replicas"]:
         r: Replica = p.replicas[d["id"]]
         r.log = Log(((e, v) for e, v in d["log"]), d["log_start"], None if d["log_before"] is None else tuple(d["log_before"]))
@@ -198,7 +202,7 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
             else {f: -1 for f in _int_keys(ls["remote_leo"])},
             in_flight=None if ls.get("in_flight") is None else AlterPartitionRequest(
                 ls["in_flight"][0], ls["in_flight"][1], ls["in_flight"][2], tuple(ls["in_flight"][3]),
-                tuple((a, b) for a, b in ls["in_flight"][4]), ls["in_flight"][5]),
+                tuple((a, b) for a, b in ls["in_flight"][4]), ls["in_flight"][5], *ls["in_flight"][6:]),
         )
     g = doc["oracle"]
     o.committed = Log(((e, v) for e, v in g["committed"]), g["committed_start"],

@@ -39,6 +39,7 @@ class StepKind(str, Enum):
     UNFENCE = "unfence"
     ALTER_PARTITION = "alter_partition"
     LOG_INFO = "log_info"
+    LAG_METADATA = "lag_metadata"
 
     def __str__(self) -> str:
         return self.value
@@ -177,13 +178,19 @@ class LogInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class LagMetadata:
+    replica: int
+    kind = StepKind.LAG_METADATA
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     ms: int
     kind = StepKind.TICK
 
 
 Step = Union[Elect, LeaderAndIsr, Produce, Fetch, ShrinkIsr, ControllerRemove, CheckpointHw, Flush, Crash, Restart, Tick,
-             Shutdown, Fence, Unfence, AlterPartition, LogInfo]
+             Shutdown, Fence, Unfence, AlterPartition, LogInfo, LagMetadata]
 
 
 # -- argument types -------------------------------------------------------------------------
@@ -363,6 +370,11 @@ STEP_TABLE: dict[StepKind, StepSpec] = {spec.kind: spec for spec in (
     StepSpec(StepKind.LOG_INFO, LogInfo, (_REPLICA,),
              "KRaft unclean recovery: the replica answers the controller's GetReplicaLogInfo with its last epoch and "
              "LEO; once the strategy has its answers the controller elects the best."),
+    StepSpec(StepKind.LAG_METADATA, LagMetadata, (_REPLICA,),
+             "KRaft: the broker stops applying the metadata log. The partition changes written from now on reach it "
+             "only by a leader_and_isr step (one delivery each, as LeaderAndIsr under ZooKeeper); until then it acts on "
+             "the state it has applied. The lag ends when a delivery brings it to the newest change, when it is "
+             "unfenced or when it registers again."),
 )}
 
 STEP_KINDS: tuple[str, ...] = tuple(k.value for k in STEP_TABLE)

@@ -90,7 +90,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
     Knob("metadata", ("zookeeper", "kraft"),
          "kraft: brokers register with a broker epoch and are fenced / unfenced by the controller; only unfenced "
          "brokers are elected; a restart first fences the old registration (removing it from the ISR); the steps "
-         "fence, unfence and log_info exist only here",
+         "fence, unfence, log_info and lag_metadata exist only here",
          "KIP-500 / KIP-631, 3.3+: ClusterControlManager.registerBroker, ReplicationControlManager.handleBrokerFenced"),
     Knob("isr_excludes_ineligible", (False, True),
          "AlterPartition is rejected (INELIGIBLE_REPLICA) when its new ISR names a fenced, unregistered or "

@@ -82,6 +82,7 @@ STEP_ARGS: dict[str, dict[str, str]] = {
     "unfence": {"replica": "replica!"},
     "alter_partition": {"replica": "replica!"},
     "log_info": {"replica": "replica!"},
+    "lag_metadata": {"replica": "replica!"},
 }
 STEP_KINDS = tuple(STEP_ARGS)
 # docs/scenario-format.md §1: config keys and their types.
