@@ -112,7 +112,7 @@ class ParquetSink:
         rows = rows.persist()
         try:
             counts = {kind: int(n) for kind, n in rows.groupBy("kind").count().collect()}
-            self.land({kind: kind_frame(rows, kind) for kind, n in counts.items() if n}, counts, batch_id)
+            self.land({kind: kind_frame(rows, kind, n) for kind, n in counts.items() if n}, counts, batch_id)
         finally:
             rows.unpersist()
         if self.compaction is not None:
@@ -247,16 +247,31 @@ def commit_written(store, staging: str, target: str) -> list[str]:
     return final
 
 
-def kind_frame(rows, kind: str):
-    """One kind's rows of a Spark DataFrame of ``OUTPUT_SCHEMA`` rows: that kind's columns, sorted
-    within each Spark partition by ``SORT_KEYS`` (the order the sink writes)."""
+ROWS_PER_FILE = 1_000_000  # a micro-batch's kind is written as ceil(rows / ROWS_PER_FILE) files
+
+
+def files_for(rows: int) -> int:
+    """How many files a kind of ``rows`` rows is written as: a function of the data alone."""
+    return max(1, -(-rows // ROWS_PER_FILE))
+
+
+def kind_frame(rows, kind: str, count: int):
+    """One kind's rows of a Spark DataFrame of ``OUTPUT_SCHEMA`` rows: that kind's columns, in
+    ``files_for(count)`` Spark partitions, each sorted by ``SORT_KEYS`` (the order the sink writes).
+
+    The split depends on the rows only, never on the job's shuffle partitions, executors or
+    master: one partition (``coalesce``: the cached rows read by one task) up to a million rows,
+    else Spark's hash partitioning by (topic, partition) into a fixed number of files. So a batch
+    is the same bytes on ``local[*]``, a cluster or Spark Connect, run once or replayed."""
     from pyspark.sql.functions import col
 
     from streaming.schemas import KIND_COLUMNS
 
     cols = KIND_COLUMNS[kind]
-    return (rows.where(col("kind") == kind).select(*cols)
-            .sortWithinPartitions(*[c for c in SORT_KEYS if c in cols]))
+    frame = rows.where(col("kind") == kind).select(*cols)
+    files = files_for(count)
+    frame = frame.coalesce(1) if files == 1 else frame.repartition(files, "topic", "partition")
+    return frame.sortWithinPartitions(*[c for c in SORT_KEYS if c in cols])
 
 
 
