@@ -348,3 +348,21 @@ def read_retention(where) -> dict[str, Any]:
         return doc if isinstance(doc, dict) else {}
     except (OSError, ValueError, AttributeError):
         return {}
+
+
+def same_parquet_content(a: Path, b: Path) -> bool:
+    """Two Parquet files hold the same thing: the same schema, the same key-value metadata and the
+    same rows in the same order (row groups aside).  Spark's writer (parquet-mr) does not give the
+    same bytes for the same rows in another JVM — it lists a column chunk's encodings in the order
+    of a hash set — so outputs written by different processes are compared by content."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        fa, fb = pq.ParquetFile(a), pq.ParquetFile(b)
+    except (pa.ArrowInvalid, OSError):
+        return False  # not both Parquet files: bytes decide
+    if fa.schema_arrow != fb.schema_arrow or (fa.metadata.metadata or {}) != (fb.metadata.metadata or {}):
+        return False
+    return fa.read().equals(fb.read(), check_metadata=True)
+
