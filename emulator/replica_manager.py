@@ -20,7 +20,7 @@ def leader_and_isr(p: "Partition", step: LeaderAndIsr) -> None:
     if not rep.alive:
         p.error("REPLICA_NOT_AVAILABLE")
         return
-    newer = [q for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch or is_isr_update(p, rep, q)]
+    newer = newer_requests(p, rep)
     if step.epoch is not None:
         if step.epoch <= rep.leader_epoch:
             p.error("STALE_CONTROLLER_EPOCH")
@@ -40,11 +40,16 @@ def maybe_end_metadata_lag(p: "Partition", rep: Replica) -> bool:
     """A broker lagging the metadata log (``lag_metadata``) stops lagging once a delivery brought
     it to the newest partition change: nothing newer is pending.  True if it stopped."""
     c = p.controller
-    if rep.id not in c.lagging or any(q.leader_epoch > rep.leader_epoch or is_isr_update(p, rep, q) for q in rep.pending_requests):
+    if rep.id not in c.lagging or newer_requests(p, rep):
         return False
     c.lagging = tuple(x for x in c.lagging if x != rep.id)
     p.event("MetadataCaughtUp", replica=rep.id, partition_epoch=rep.partition_epoch)
     return True
+
+
+def newer_requests(p: "Partition", rep: Replica) -> list[LeaderAndIsrRequest]:
+    """The pending requests the replica has not applied: a newer leader epoch, or an ISR update."""
+    return [q for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch or is_isr_update(p, rep, q)]
 
 
 def is_isr_update(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> bool:
