@@ -262,7 +262,8 @@ def kind_frame(rows, kind: str, count: int):
     The split depends on the rows only, never on the job's shuffle partitions, executors or
     master: one partition (``coalesce``: the cached rows read by one task) up to a million rows,
     else Spark's hash partitioning by (topic, partition) into a fixed number of files. So a batch
-    is the same bytes on ``local[*]``, a cluster or Spark Connect, run once or replayed."""
+    is the same files with the same rows on ``local[*]``, a cluster or Spark Connect, run once or
+    replayed (the bytes can differ between JVMs: ``output_layout.same_parquet_content``)."""
     from pyspark.sql.functions import col
 
     from streaming.schemas import KIND_COLUMNS
