@@ -53,7 +53,7 @@ from .invariants import REGISTRY
 from .levels import LevelStore, VisitedSet
 from .log import Log
 from .replica import AlterPartitionRequest, FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Role
-from .replica_manager import is_isr_update
+from .replica_manager import newer_requests
 from .run import Replay
 from .state import clone
 from .steps import (
@@ -609,10 +609,11 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
             rep = reps[r]
             if not rep.alive:
                 continue
-            epochs = sorted({q.leader_epoch for q in rep.pending_requests if q.leader_epoch > rep.leader_epoch})
+            newer = newer_requests(p, rep)
+            epochs = sorted({q.leader_epoch for q in newer if q.leader_epoch > rep.leader_epoch})
             for e in epochs:
                 codes.append(step_code(StepKind.LEADER_AND_ISR, r, "" if e == epochs[-1] else f"e{e}"))
-            if not epochs and any(is_isr_update(p, rep, q) for q in rep.pending_requests):
+            if newer and not epochs:
                 codes.append(step_code(StepKind.LEADER_AND_ISR, r))  # an ISR-only change a lagging broker has not applied
     # KRaft's controller removes a broker from the ISR only when it fences it (K) or the broker
     # shuts down (D): the ZooKeeper-era removal of a live broker is not searched there.
@@ -713,8 +714,7 @@ def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:
         codes += [step_code(StepKind.FENCE, r) for r in order if not reps[r].alive and r not in c.fenced]
     if space.has(StepKind.ALTER_PARTITION) and p.config.alter_partition == "explicit":
         codes += [step_code(StepKind.ALTER_PARTITION, r) for r in order
-                  if reps[r].presumes_leadership and reps[r].leadership is not None and reps[r].leadership.in_flight is not None
-                  and not reps[r].leadership.in_flight.rejected]
+                  if reps[r].presumes_leadership and reps[r].leadership is not None and reps[r].leadership.awaiting_answer]
     if space.has(StepKind.LAG_METADATA):  # opt-in (--steps): a broker stops applying the metadata log
         codes += [step_code(StepKind.LAG_METADATA, r) for r in order if reps[r].alive and r not in c.lagging]
     if space.has(StepKind.LOG_INFO) and p.variant.unclean_recovery in ("balanced", "proactive"):

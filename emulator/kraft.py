@@ -468,7 +468,8 @@ def answer_in_flight(p: "Partition") -> None:
     for r in p.assignment:
         rep = p.replicas[r]
         ls = rep.leadership
-        if ls is not None and ls.in_flight is not None and not ls.in_flight.rejected:
+        if ls is not None and ls.awaiting_answer:
+            assert ls.in_flight is not None
             request, ls.in_flight = ls.in_flight, None
             answer_alter_partition(p, rep, request)
 
@@ -480,9 +481,10 @@ def alter_partition(p: "Partition", step: AlterPartition) -> None:
     """The controller answers the AlterPartition in flight from leader ``step.replica``."""
     rep = p.replicas[step.replica]
     ls = rep.leadership
-    if not rep.alive or ls is None or ls.in_flight is None or ls.in_flight.rejected:
+    if not rep.alive or ls is None or not ls.awaiting_answer:
         p.error("NO_ALTER_PARTITION_IN_FLIGHT")
         return
+    assert ls.in_flight is not None
     request, ls.in_flight = ls.in_flight, None
     answer_alter_partition(p, rep, request)
 

@@ -88,6 +88,12 @@ class LeaderState:
                            list(self.pending_acks), self.highest_hw, dict(self.remote_broker_epoch), self.in_flight)
 
     @property
+    def awaiting_answer(self) -> bool:
+        """An AlterPartition is in flight and the controller has not answered it yet (a rejected one
+        the leader keeps while it waits for metadata is answered)."""
+        return self.in_flight is not None and not self.in_flight.rejected
+
+    @property
     def maximal_isr(self) -> tuple[int, ...]:
         """The ISR the HW is computed over: the ISR, plus what an AlterPartition in flight adds
         (a shrink counts its removed replicas until the controller accepts it)."""
