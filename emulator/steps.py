@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Union
+from typing import Any, Callable, Generic, TypeVar, Union
 
 from .bounds import INT32_MAX, INT64_MAX, short_repr
 
@@ -262,9 +262,15 @@ class Arg:
         return self.type.value
 
 
+K = TypeVar("K", bound=Enum)
+
+
 @dataclass(frozen=True)
-class StepSpec:
-    kind: StepKind
+class StepSpec(Generic[K]):
+    """One row of a step table: the partition's ``STEP_TABLE`` (``K`` = ``StepKind``) or the
+    metadata quorum's ``emulator.quorum_steps.QUORUM_STEP_TABLE`` (``K`` = ``QuorumStepKind``)."""
+
+    kind: K
     cls: type
     args: tuple[Arg, ...]
     doc: str
