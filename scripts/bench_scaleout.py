@@ -31,7 +31,9 @@ Modes (targets from issue 32; printed, not asserted):
          peak RSS per micro-batch; the mean over batches 40-50 and over the last 10, and the ratio
          (target: every role's last 10 within 5% of batches 40-50; the per-partition window fills
          in ~50 batches at 20 steps a batch).
-  cpu    ``--steps-per-batch 20 --max-steps 80`` (4 micro-batches) at 1,000 and 8,000 partitions:
+  cpu    ``--steps-per-batch 20 --max-steps 80`` (4 micro-batches) at 1,000 and 8,000 partitions
+         (``--sizes 1000`` alone: one size, e.g. ``--master 'local[2]' --baseline 857ebf1`` for the
+         per-micro-batch wall time against that commit):
          CPU seconds driver side vs executor side (and per role), the driver side's share of the
          CPU the extra partitions add (target <= 5%; 24% measured on 857ebf1), and the driver's
          peak RSS per role at both sizes (target: within +-10%).
@@ -355,6 +357,8 @@ def report_cpu(results: list[RunResult]) -> dict[str, float]:
         print(f"    {'':>10}   {r.partitions:,} partitions: {r.batches} micro-batches in {r.wall_s:,.0f} s; processes sampled: {r.census()}",
               flush=True)
     small, large = results[0], results[-1]
+    if small is large:  # one size (--sizes 1000): what each role costs there, no share of an increase
+        return {}
     dd = large.side(DRIVER_ROLES) - small.side(DRIVER_ROLES)
     de = large.side(EXECUTOR_ROLES) - small.side(EXECUTOR_ROLES)
     share = dd / (dd + de) if dd + de else float("nan")
@@ -386,6 +390,7 @@ def mode_cpu(side: str, tree: Path, work: Path, args, pure: bool) -> dict[str, f
     print(f"  {side}: clean, 20 steps x 4 micro-batches, {args.master}", flush=True)
     metrics = report_cpu(results)
     for r in results:
+        metrics[f"micro-batch p50 wall s at {r.partitions:,}"] = statistics.median(r.batch_s)
         metrics[f"driver side CPU s at {r.partitions:,}"] = r.side(DRIVER_ROLES)
         metrics[f"executor side CPU s at {r.partitions:,}"] = r.side(EXECUTOR_ROLES)
     return metrics
