@@ -13,29 +13,10 @@ Not wired into the scenario loader, the stream or explore yet (issue 34).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Union
 
 from .bounds import short_repr
-from .steps import Arg, ArgType, CrashMode, StepError, StepSpec, _value
-
-
-class QuorumStepKind(str, Enum):
-    ELECTION_TIMEOUT = "election_timeout"
-    DELIVER = "deliver"
-    DROP = "drop"
-    FETCH = "fetch"
-    BEGIN_QUORUM_EPOCH = "begin_quorum_epoch"
-    RESIGN = "resign"
-    APPEND = "append"
-    ADD_VOTER = "add_voter"
-    REMOVE_VOTER = "remove_voter"
-    CRASH = "crash"
-    RESTART = "restart"
-    LOSE_DISK = "lose_disk"
-
-    def __str__(self) -> str:
-        return self.value
+from .steps import Arg, ArgType, CrashMode, QuorumStepKind, StepError, StepSpec, _value
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +112,7 @@ _LEADER = Arg("server", ArgType.REPLICA, doc="the server the admin client sends 
 _LINK = (Arg("source", ArgType.REPLICA, required=True, doc="the sender of the message"),
          Arg("destination", ArgType.REPLICA, required=True, doc="its receiver"))
 
-QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec[QuorumStepKind]] = {spec.kind: spec for spec in (
+QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): spec for spec in (
     StepSpec(QuorumStepKind.ELECTION_TIMEOUT, ElectionTimeout, (_SERVER,),
              "A voter's election (or fetch) timeout fires: it becomes candidate in epoch + 1, votes for itself and "
              "sends Vote to every other voter (pre_vote: it becomes prospective in its epoch and sends Vote with "
