@@ -45,6 +45,27 @@ class StepKind(str, Enum):
         return self.value
 
 
+class QuorumStepKind(str, Enum):
+    """The metadata quorum's step kinds (``emulator.quorum_steps.QUORUM_STEP_TABLE``): here, beside the
+    partition's, so that one ``StepSpec`` describes a row of either table."""
+
+    ELECTION_TIMEOUT = "election_timeout"
+    DELIVER = "deliver"
+    DROP = "drop"
+    FETCH = "fetch"
+    BEGIN_QUORUM_EPOCH = "begin_quorum_epoch"
+    RESIGN = "resign"
+    APPEND = "append"
+    ADD_VOTER = "add_voter"
+    REMOVE_VOTER = "remove_voter"
+    CRASH = "crash"
+    RESTART = "restart"
+    LOSE_DISK = "lose_disk"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class FetchResponse(str, Enum):
     DELIVERED = "delivered"
     LOST = "lost"
@@ -264,7 +285,10 @@ class Arg:
 
 @dataclass(frozen=True)
 class StepSpec:
-    kind: StepKind
+    """One row of a step table: the partition's ``STEP_TABLE`` (``K`` = ``StepKind``) or the
+    metadata quorum's ``emulator.quorum_steps.QUORUM_STEP_TABLE`` (``K`` = ``QuorumStepKind``)."""
+
+    kind: StepKind | QuorumStepKind
     cls: type
     args: tuple[Arg, ...]
     doc: str
@@ -291,7 +315,7 @@ def _check_produce(a: dict[str, Any]) -> None:
 
 _REPLICA = Arg("replica", ArgType.REPLICA, required=True, doc="the broker the step happens on")
 
-STEP_TABLE: dict[StepKind, StepSpec] = {spec.kind: spec for spec in (
+STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
     StepSpec(StepKind.ELECT, Elect, (
         Arg("leader", ArgType.REPLICA, doc="the new leader (default: the controller's choice); KRaft: after the "
             "partition's creation only the one ElectLeaders elects"),

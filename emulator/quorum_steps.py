@@ -1,0 +1,191 @@
+"""The metadata quorum's steps: one frozen dataclass per kind, and ``QUORUM_STEP_TABLE``.
+
+The table reuses ``StepSpec`` / ``Arg`` / ``ArgType`` of ``emulator.steps``; a ``REPLICA`` argument
+names a server of the quorum (a voter or an observer).  Messages are explicit: a step that sends a
+request (``election_timeout``, ``fetch``, ``begin_quorum_epoch``, ``resign``) puts it in flight on
+the link from its sender to its destination; ``deliver`` hands the oldest message of one link to
+its destination, which answers by putting the response in flight on the reverse link; ``drop``
+loses it.  So a search can reorder and lose every request and every response.
+
+Not wired into the scenario loader, the stream or explore yet (issue 34).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+from .bounds import short_repr
+from .steps import Arg, ArgType, CrashMode, QuorumStepKind, StepError, StepSpec, _value
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionTimeout:
+    server: int
+    kind = QuorumStepKind.ELECTION_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    source: int
+    destination: int
+    kind = QuorumStepKind.DELIVER
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    source: int
+    destination: int
+    kind = QuorumStepKind.DROP
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumFetch:
+    server: int
+    to: int | None = None
+    max_records: int | None = None
+    kind = QuorumStepKind.FETCH
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpoch:
+    server: int
+    to: int
+    kind = QuorumStepKind.BEGIN_QUORUM_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class Resign:
+    server: int
+    kind = QuorumStepKind.RESIGN
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    value: str
+    server: int | None = None
+    kind = QuorumStepKind.APPEND
+
+
+@dataclass(frozen=True, slots=True)
+class AddVoter:
+    voter: int
+    server: int | None = None
+    kind = QuorumStepKind.ADD_VOTER
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveVoter:
+    voter: int
+    server: int | None = None
+    kind = QuorumStepKind.REMOVE_VOTER
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumCrash:
+    server: int
+    mode: CrashMode | str = CrashMode.PROCESS  # a str becomes the member (__post_init__)
+    kind = QuorumStepKind.CRASH
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", CrashMode(self.mode))
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumRestart:
+    server: int
+    kind = QuorumStepKind.RESTART
+
+
+@dataclass(frozen=True, slots=True)
+class LoseDisk:
+    server: int
+    kind = QuorumStepKind.LOSE_DISK
+
+
+QuorumStep = Union[ElectionTimeout, Deliver, Drop, QuorumFetch, BeginQuorumEpoch, Resign, Append, AddVoter, RemoveVoter,
+                   QuorumCrash, QuorumRestart, LoseDisk]
+
+_SERVER = Arg("server", ArgType.REPLICA, required=True, doc="the server the step happens on")
+_LEADER = Arg("server", ArgType.REPLICA, doc="the server the admin client sends to (default: the live leader of the "
+              "highest epoch)")
+_LINK = (Arg("source", ArgType.REPLICA, required=True, doc="the sender of the message"),
+         Arg("destination", ArgType.REPLICA, required=True, doc="its receiver"))
+
+QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): spec for spec in (
+    StepSpec(QuorumStepKind.ELECTION_TIMEOUT, ElectionTimeout, (_SERVER,),
+             "A voter's election (or fetch) timeout fires: it becomes candidate in epoch + 1, votes for itself and "
+             "sends Vote to every other voter (pre_vote: it becomes prospective in its epoch and sends Vote with "
+             "PreVote=true); a resigned leader does the same. Refused on a leader, an observer or a stopped server."),
+    StepSpec(QuorumStepKind.DELIVER, Deliver, _LINK,
+             "The oldest message in flight from source to destination arrives; a request is answered at once (the "
+             "response is put in flight back). Refused when nothing is in flight on that link."),
+    StepSpec(QuorumStepKind.DROP, Drop, _LINK, "The oldest message in flight from source to destination is lost."),
+    StepSpec(QuorumStepKind.FETCH, QuorumFetch, (
+        _SERVER,
+        Arg("to", ArgType.REPLICA, doc="where the Fetch goes (default: the leader the server knows; required when "
+            "it knows none, like an observer's fetch to a bootstrap server)"),
+        Arg("max_records", ArgType.COUNT, doc="at most this many records in the response"),
+    ), "A follower or observer sends Fetch (fetch offset = its LEO, last fetched epoch = its last epoch)."),
+    StepSpec(QuorumStepKind.BEGIN_QUORUM_EPOCH, BeginQuorumEpoch, (
+        _SERVER, Arg("to", ArgType.REPLICA, required=True, doc="the voter it is sent to"),
+    ), "The leader sends BeginQuorumEpoch again (its beginQuorumEpochTimer): a new leader sends one to every "
+       "voter by itself."),
+    StepSpec(QuorumStepKind.RESIGN, Resign, (_SERVER,),
+             "The leader resigns (graceful shutdown): it becomes resigned in its epoch and sends EndQuorumEpoch to "
+             "every other voter, its preferred successors ordered by fetched offset."),
+    StepSpec(QuorumStepKind.APPEND, Append, (
+        Arg("value", ArgType.STRING, required=True, doc="the record"), _LEADER,
+    ), "A client write: the leader appends the record in its epoch and flushes; a non-leader answers "
+       "NOT_LEADER_OR_FOLLOWER."),
+    StepSpec(QuorumStepKind.ADD_VOTER, AddVoter, (
+        Arg("voter", ArgType.REPLICA, required=True, doc="the observer to add (with its current directory id)"), _LEADER,
+    ), "AddRaftVoter (KIP-853): the leader checks and appends a VotersRecord with the new voter, answering NONE "
+       "once it is committed; errors as Kafka's AddVoterHandler answers them."),
+    StepSpec(QuorumStepKind.REMOVE_VOTER, RemoveVoter, (
+        Arg("voter", ArgType.REPLICA, required=True, doc="the voter to remove (with its current directory id)"), _LEADER,
+    ), "RemoveRaftVoter (KIP-853): the leader appends a VotersRecord without the voter, answering NONE once it is "
+       "committed (a leader that removed itself then resigns)."),
+    StepSpec(QuorumStepKind.CRASH, QuorumCrash, (
+        _SERVER,
+        Arg("mode", ArgType.CHOICE, default=CrashMode.PROCESS, choices=tuple(m.value for m in CrashMode),
+            doc="power: also lose the records not flushed"),
+    ), "The server stops; every message to or from it is lost; the quorum-state file and the flushed log survive."),
+    StepSpec(QuorumStepKind.RESTART, QuorumRestart, (_SERVER,),
+             "The server starts from its quorum-state file and its log (QuorumState.initialize); HW unknown (0)."),
+    StepSpec(QuorumStepKind.LOSE_DISK, LoseDisk, (_SERVER,),
+             "A stopped server's disk is replaced: log and quorum-state file are gone, it is formatted again with a new "
+             "directory id (without initial voters when voters are dynamic) and starts."),
+)}
+
+QUORUM_STEP_KINDS: tuple[str, ...] = tuple(k.value for k in QUORUM_STEP_TABLE)
+
+
+def parse_quorum_step(kind: Any, args: Any, servers: tuple[int, ...]) -> QuorumStep:
+    """Validate one quorum step's arguments (``{kind: args}``) against ``QUORUM_STEP_TABLE``."""
+    try:
+        spec = QUORUM_STEP_TABLE[QuorumStepKind(kind)]
+    except (ValueError, TypeError):
+        raise StepError(f"unknown quorum step type {short_repr(kind)} (known: {', '.join(QUORUM_STEP_KINDS)})") from None
+    args = {} if args is None else args
+    if not isinstance(args, dict):
+        raise StepError(f"must be a mapping, got {type(args).__name__}")
+    unknown = sorted(str(k) for k in args if k not in spec.arg_names)
+    if unknown:
+        raise StepError(f"unknown key {short_repr(unknown[0])} (allowed: {', '.join(spec.arg_names)})")
+    values: dict[str, Any] = {}
+    for arg in spec.args:
+        if arg.name not in args:
+            if arg.required:
+                raise StepError(f"missing required key {arg.name!r}")
+            continue
+        values[arg.name] = _value(arg, args[arg.name], servers)
+    step: QuorumStep = spec.cls(**values)
+    return step
+
+
+def describe_quorum_step(step: QuorumStep) -> str:
+    """A short human form, e.g. ``deliver(1, 2)`` or ``append(a)``."""
+    parts = [str(getattr(step, a.name)) for a in QUORUM_STEP_TABLE[step.kind].args
+             if getattr(step, a.name) is not None and getattr(step, a.name) != a.default]
+    return f"{step.kind.value}({', '.join(parts)})"
