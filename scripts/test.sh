@@ -24,4 +24,5 @@ workers="${REPLEMU_TEST_WORKERS:-2}"
 if [ "$workers" = 0 ]; then
   exec .venv/bin/python -m pytest --durations=20 "$@"
 fi
-exec .venv/bin/python -m pytest -n "$workers" --dist loadfile --durations=20 "$@"
+# Files are handed out in collection order, the long ones first (tests/conftest.py LONG_FILES).
+exec .venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder --durations=20 "$@"

@@ -79,6 +79,20 @@ def replemu(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "replemu", *args], cwd=cwd, capture_output=True, text=True)
 
 
+# The files that take a minute or more (Spark jobs, clusters, kills and restarts; measured with
+# ``scripts/test.sh``'s --durations on the 2-core machine). They are collected first: scripts/test.sh
+# hands whole files to two pytest processes in collection order (--no-loadscope-reorder), so the
+# long ones start early and the short ones fill in, and both processes end at about the same time.
+LONG_FILES = ("test_cluster.py", "test_chaos.py", "test_failures.py", "test_storage.py", "test_stream.py",
+              "test_graceful_stop.py", "test_expectations_spark.py", "test_fuzz.py", "test_checkpoint_repair.py",
+              "test_output_layout.py", "test_explore.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))  # stable: the rest keep their order
+
+
 @pytest.fixture
 def write_yaml(tmp_path):
     def _write(data, name="scenario.yaml") -> Path:
