@@ -98,3 +98,17 @@ def quorum_knobs_markdown() -> str:
         cells = " | ".join(str(getattr(QUORUM_VARIANTS[v], name)).lower() for v in QUORUM_VARIANT_NAMES)
         lines.append(f"| `{name}` | {cells} | {knob.doc} | {knob.source} |")
     return "\n".join(lines) + "\n"
+
+
+def parse_quorum_knob_assignments(texts: list[str]) -> dict[str, Any]:
+    """``["pre_vote=true", ...]`` (``--knob`` arguments naming quorum knobs) -> validated ``{name: value}``."""
+    out: dict[str, Any] = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep:
+            raise KnobError(f"--knob wants NAME=VALUE, got {short_repr(text)}")
+        name = name.strip()
+        if name not in QUORUM_KNOBS:
+            raise KnobError(f"unknown quorum knob {short_repr(name)} (known: {', '.join(QUORUM_KNOBS)})")
+        out[name] = QUORUM_KNOBS[name].parse(value.strip())
+    return out

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import emulator
 from emulator import VARIANT_NAMES
+from emulator.quorum_variants import QUORUM_KNOBS, QUORUM_VARIANT_NAMES, parse_quorum_knob_assignments
 from emulator.variants import KNOBS, KnobError, parse_knob_assignments
 
 from streaming.checkpoint import CHANGEABLE_IDENTITY
@@ -62,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="replay scenario files under one or all protocol variants")
     run.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files")
-    run.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",), help="variant to replay (default: all)")
+    run.add_argument("--protocol", default="all", choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + ("all",),
+                     help="variant to replay (default: all of the scenario's family; a file naming 'voters' is a "
+                          f"metadata-quorum scenario: {', '.join(QUORUM_VARIANT_NAMES)}, docs/quorum.md)")
     run.add_argument("--json", action="store_true", help="print the contract's result object(s) as JSON")
     run.add_argument("--trace", action="store_true", help="add a per-step trace to the JSON")
     run.add_argument("--check", action="store_true", help="compare with each file's expect block; exit 1 on disagreement")
@@ -284,8 +287,9 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "knob"):
-        try:
-            args.knobs = parse_knob_assignments(args.knob)
+        try:  # the metadata quorum's knobs (docs/quorum.md) apart: only ``replemu run`` of a quorum scenario takes them
+            args.quorum_knobs = parse_quorum_knob_assignments([t for t in args.knob if t.partition("=")[0].strip() in QUORUM_KNOBS])
+            args.knobs = parse_knob_assignments([t for t in args.knob if t.partition("=")[0].strip() not in QUORUM_KNOBS])
         except KnobError as exc:
             return fail(f"replemu: error: {exc}")
     try:

@@ -14,7 +14,9 @@ import argparse
 import sys
 
 from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
-from scenario_io.yaml_files import load_scenario
+from emulator.quorum_run import QuorumScenario, run_quorum_scenario
+from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from scenario_io.yaml_files import load_any_scenario
 
 from . import report
 from .cli_common import EXIT_CHECK_FAILED, EXIT_OK, fail, output_problem
@@ -22,7 +24,17 @@ from .cli_common import EXIT_CHECK_FAILED, EXIT_OK, fail, output_problem
 
 def cmd_run(args: argparse.Namespace) -> int:
     try:
-        scenarios = [load_scenario(path) for path in args.files]  # validate everything first
+        loaded = [load_any_scenario(path) for path in args.files]  # validate everything first
+    except ScenarioError as exc:
+        return fail(f"replemu: invalid scenario: {exc}")
+    quorum = [s for s in loaded if isinstance(s, QuorumScenario)]
+    if quorum:
+        if len(quorum) != len(loaded):
+            return fail("replemu: error: partition and metadata-quorum scenarios cannot be run together "
+                        f"({quorum[0].source} is a quorum scenario, {next(s for s in loaded if s not in quorum).source} is not)")
+        return _run_quorum(quorum, args)
+    scenarios = loaded
+    try:
         initial: list = [None] * len(scenarios)  # seeders of replica files, read once, checked against the replicas
         if args.from_dirs or any(s.initial_state for s in scenarios):
             from emulator import Replay, variant_named
@@ -39,6 +51,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                     return fail(f"replemu: invalid initial state of {s.source}: {exc}")
     except ScenarioError as exc:
         return fail(f"replemu: invalid scenario: {exc}")
+    if args.protocol in QUORUM_VARIANT_NAMES:
+        return fail(f"replemu: error: --protocol {args.protocol} is a metadata-quorum protocol; "
+                    f"{scenarios[0].source} is a partition scenario (protocols: {', '.join(VARIANT_NAMES)}, all)")
+    if args.quorum_knobs:
+        return fail(f"replemu: error: --knob {next(iter(args.quorum_knobs))} is a metadata-quorum knob; "
+                    f"{scenarios[0].source} is a partition scenario")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     human = not args.json
     results, failures = [], []
@@ -69,6 +87,61 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif len(protocols) > 1 or len(scenarios) > 1:
         print()
         print(report.matrix(results, protocols))
+    return EXIT_CHECK_FAILED if failures else EXIT_OK
+
+
+def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> int:
+    """``replemu run`` of metadata-quorum scenarios (docs/quorum.md): the same output, in the
+    quorum's columns (servers' roles, epochs, LEO/HW)."""
+    from emulator.scenario import StepRefused
+
+    if args.protocol != "all" and args.protocol not in QUORUM_VARIANT_NAMES:
+        return fail(f"replemu: error: --protocol {args.protocol} is a partition protocol; {scenarios[0].source} is a "
+                    f"metadata-quorum scenario (protocols: {', '.join(QUORUM_VARIANT_NAMES)}, all)")
+    if args.knobs:
+        return fail(f"replemu: error: --knob {next(iter(args.knobs))} is a partition knob; {scenarios[0].source} is a "
+                    "metadata-quorum scenario (its knobs: docs/quorum.md)")
+    if args.from_dirs:
+        return fail("replemu: error: --from-dirs reads partition replicas; a metadata-quorum scenario starts empty")
+    protocols = list(QUORUM_VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    human = not args.json
+    results, failures = [], []
+    for scenario in scenarios:
+        for protocol in protocols:
+            try:
+                result = run_quorum_scenario(scenario, protocol, trace=True, knobs=args.quorum_knobs)
+            except StepRefused as exc:
+                return fail(f"replemu: refused scenario: {exc}")
+            if human:
+                if not args.summary:
+                    print(f"== {scenario.name} under {protocol} ({scenario.source}) ==")
+                    if scenario.description:
+                        print(scenario.description)
+                    print()
+                    print(report.quorum_step_table(result))
+                    print()
+                    print(report.quorum_final_logs(result))
+                    print()
+                print(report.quorum_verdict(result))
+                if not args.summary:
+                    print()
+            if args.check:
+                expect = scenario.expect.get(protocol)
+                problems = report.check_quorum_expectation(result, expect)
+                status = "no expectation" if expect is None else ("agrees" if not problems else "DISAGREES")
+                print(f"check {scenario.source} --protocol {protocol}: {status}", file=sys.stderr if args.json else sys.stdout)
+                for p in problems:
+                    print(f"  - {p}", file=sys.stderr if args.json else sys.stdout)
+                if problems:
+                    failures.append((scenario.name, protocol))
+            if not args.trace:
+                result.pop("trace", None)
+            results.append(result)
+    if args.json:
+        print(dumps(results[0] if len(results) == 1 else results))
+    elif len(protocols) > 1 or len(scenarios) > 1:
+        print()
+        print(report.matrix([{**r, "losses": []} for r in results], protocols))
     return EXIT_CHECK_FAILED if failures else EXIT_OK
 
 

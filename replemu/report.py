@@ -168,3 +168,85 @@ def _state_problems(have_state: dict[str, Any], expect: dict[str, Any], where: s
         if have_state["controller"].get(k) != v:
             problems.append(f"{where}controller: expected {k}={v!r}, got {have_state['controller'].get(k)!r}")
     return problems
+
+
+# -- the metadata quorum (emulator.quorum_run) ------------------------------------------------
+
+_QUORUM_MARK = {"leader": "L", "follower": "F", "candidate": "C", "prospective": "P", "unattached": "U", "resigned": "R"}
+
+
+def _quorum_cell(s: dict[str, Any]) -> str:
+    mark = "x" if not s["alive"] else _QUORUM_MARK[s["role"]] + ("" if s["voter"] else "o")
+    return f"{mark} e{s['epoch']} {s['leo']}/{s['hw']}"
+
+
+def quorum_step_table(result: dict[str, Any]) -> str:
+    """One row per step: each server's role, epoch and LEO/HW, errors, events that change a log, violations."""
+    ids = list(result["final"]["servers"])
+    head = ["step", "event"] + [f"s{i} e LEO/HW" for i in ids] + ["errors / events / violations"]
+    rows = []
+    for t in result["trace"]:
+        servers = t["state"]["servers"]
+        notes = [f"s{e['server']} {e['api']} {e['error']}" for e in t["outcome"]["errors"]]
+        for e in t["outcome"]["events"]:
+            if e["event"] == "Truncated":
+                notes.append(f"truncate s{e['server']} -> {e['to']}")
+            elif e["event"] == "VotersAppended":
+                notes.append(f"s{e['server']} voters {e['voters']} @{e['offset']}")
+            elif e["event"] == "VoterChangeCompleted":
+                notes.append(f"s{e['server']} {e['operation']} {e['voter']} committed")
+        notes += [f"!{v['invariant']}" for v in t["outcome"]["violations"]]
+        rows.append([str(t["step"]), t["description"]] + [_quorum_cell(servers[i]) for i in ids] + ["; ".join(notes)])
+    widths = [max(len(r[c]) for r in rows + [head]) for c in range(len(head))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append("(L leader, F follower, C candidate, P prospective, U unattached, R resigned, x down; o observer; "
+                 "!Name = invariant first broken here)")
+    return "\n".join(lines)
+
+
+def quorum_final_logs(result: dict[str, Any]) -> str:
+    """The servers' final logs side by side, offsets where they disagree marked."""
+    servers = result["final"]["servers"]
+    ids = list(servers)
+    head = ["offset"] + [f"s{i} ({'down' if not servers[i]['alive'] else servers[i]['role']}, HW {servers[i]['hw']})" for i in ids]
+    rows = []
+    for o in range(max((s["leo"] for s in servers.values()), default=0)):
+        cells, seen = [], set()
+        for i in ids:
+            log = servers[i]["log"]
+            if o < len(log):
+                cells.append(f"e{log[o][1]} {log[o][2]}")
+                seen.add((log[o][1], log[o][2]))
+            else:
+                cells.append("")
+        rows.append([str(o)] + cells + (["<- differs"] if len(seen) > 1 else []))
+    widths = [max(len(r[c]) for r in rows + [head] if c < len(r)) for c in range(len(head))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths + [0])).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def quorum_verdict(result: dict[str, Any]) -> str:
+    names = [f"{v['invariant']} (step {v['step']})" for v in result["violations"]]
+    leader = result["final"]["leader"]
+    return (f"verdict {result['scenario']} / {result['protocol']}: "
+            + (("VIOLATED " + ", ".join(names)) if names else "no invariant violated")
+            + f"; leader at the end: {'none' if leader is None else leader}")
+
+
+def check_quorum_expectation(result: dict[str, Any], expect: dict[str, Any] | None) -> list[str]:
+    """Disagreements with a quorum scenario's ``expect`` block: ``violations`` is the exact set of
+    invariants broken, ``leader`` the live leader at the end, ``errors`` every error code in order."""
+    if expect is None:
+        return []
+    problems = []
+    got = sorted({v["invariant"] for v in result["violations"]})
+    if "violations" in expect and got != sorted(set(expect["violations"])):
+        problems.append(f"violations: expected {sorted(set(expect['violations']))}, got {got}")
+    if "leader" in expect and result["final"]["leader"] != expect["leader"]:
+        problems.append(f"leader: expected {expect['leader']}, got {result['final']['leader']}")
+    codes = [e["error"] for e in result["errors"]]
+    if "errors" in expect and codes != expect["errors"]:
+        problems.append(f"errors: expected {expect['errors']}, got {codes}")
+    return problems

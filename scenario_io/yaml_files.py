@@ -164,6 +164,17 @@ def load_scenario(path: str | Path) -> Scenario:
     return parse_scenario(data, source=str(path), resolve_initial_state=resolve)
 
 
+def load_any_scenario(path: str | Path) -> Any:
+    """A partition scenario (``Scenario``) or, when the file names ``voters``, a metadata-quorum
+    scenario (``emulator.quorum_run.QuorumScenario``); raises ``ScenarioError`` naming the file."""
+    from emulator.quorum_run import is_quorum_document, parse_quorum_scenario
+
+    data = read_yaml(path)
+    if is_quorum_document(data):
+        return parse_quorum_scenario(data, source=str(path))
+    return load_scenario(path)
+
+
 def scenario_document(s: Scenario, description: str, expect: dict | None = None) -> dict[str, Any]:
     """A scenario in the contract's YAML shape (``initial_state`` absolute, so it replays from anywhere)."""
     doc: dict[str, Any] = {
