@@ -32,7 +32,8 @@ from .steps import StepError, is_int
 from .variants import KnobError
 
 TOP_KEYS = ("name", "description", "voters", "observers", "knobs", "steps", "expect")
-EXPECT_KEYS = ("violations", "leader", "errors")
+EXPECT_KEYS = ("violations", "leader", "errors", "servers")
+SERVER_FIELDS = ("role", "alive", "voter", "epoch", "leader", "voted_for", "leo", "hw", "voters", "log")
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,13 @@ def _parse_expect(source: str, raw: Any, servers: tuple[int, ...]) -> dict[str, 
         errors = block.get("errors")
         if errors is not None and (not isinstance(errors, list) or not all(isinstance(e, str) for e in errors)):
             raise ScenarioError(f"{where}.errors: must be a list of Kafka error codes")
+        wanted = block.get("servers")
+        if wanted is not None:
+            if not isinstance(wanted, dict) or any(k not in servers for k in wanted):
+                raise ScenarioError(f"{where}.servers: must map server ids ({list(servers)}) to the fields expected")
+            for sid, fields in wanted.items():
+                if not isinstance(fields, dict) or any(f not in SERVER_FIELDS for f in fields):
+                    raise ScenarioError(f"{where}.servers.{sid}: must map any of {', '.join(SERVER_FIELDS)} to a value")
         out[protocol] = dict(block)
     return out
 

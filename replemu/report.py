@@ -249,4 +249,9 @@ def check_quorum_expectation(result: dict[str, Any], expect: dict[str, Any] | No
     codes = [e["error"] for e in result["errors"]]
     if "errors" in expect and codes != expect["errors"]:
         problems.append(f"errors: expected {expect['errors']}, got {codes}")
+    for sid, fields in (expect.get("servers") or {}).items():
+        have = result["final"]["servers"][str(sid)]
+        for name, value in fields.items():
+            if have[name] != value:
+                problems.append(f"server {sid} {name}: expected {value!r}, got {have[name]!r}")
     return problems

@@ -98,3 +98,11 @@ def test_a_quorum_protocol_or_knob_for_a_partition_file_and_mixed_files_exit_2()
     assert done.returncode == 2 and "--knob pre_vote is a metadata-quorum knob" in done.stderr, done.stderr
     done = replemu("run", partition, str(THESIS))
     assert done.returncode == 2 and "cannot be run together" in done.stderr, done.stderr
+
+
+def test_check_compares_the_servers_final_fields(tmp_path):
+    doc = {**BASE, "expect": {"kraft853": {"servers": {1: {"role": "candidate", "epoch": 1, "voted_for": 1}, 2: {"epoch": 0}}}}}
+    assert replemu("run", _write(tmp_path, doc), "--protocol", "kraft853", "--check").returncode == 0
+    doc["expect"]["kraft853"]["servers"][2] = {"epoch": 1}
+    done = replemu("run", _write(tmp_path, doc), "--protocol", "kraft853", "--check", "--summary")
+    assert done.returncode == 1 and "server 2 epoch: expected 1, got 0" in done.stdout, done.stdout
