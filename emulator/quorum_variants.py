@@ -18,7 +18,7 @@ from typing import Any
 
 from ._build import rebuilt
 from .bounds import short_repr
-from .variants import Knob, KnobError
+from .variants import Knob, KnobError, parse_knob_assignments
 
 QUORUM_KNOBS: dict[str, Knob] = {k.name: k for k in (
     Knob("dynamic_voters", (False, True),
@@ -100,15 +100,7 @@ def quorum_knobs_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+
 def parse_quorum_knob_assignments(texts: list[str]) -> dict[str, Any]:
     """``["pre_vote=true", ...]`` (``--knob`` arguments naming quorum knobs) -> validated ``{name: value}``."""
-    out: dict[str, Any] = {}
-    for text in texts:
-        name, sep, value = text.partition("=")
-        if not sep:
-            raise KnobError(f"--knob wants NAME=VALUE, got {short_repr(text)}")
-        name = name.strip()
-        if name not in QUORUM_KNOBS:
-            raise KnobError(f"unknown quorum knob {short_repr(name)} (known: {', '.join(QUORUM_KNOBS)})")
-        out[name] = QUORUM_KNOBS[name].parse(value.strip())
-    return out
+    return parse_knob_assignments(texts, QUORUM_KNOBS, f"the quorum knobs: {', '.join(QUORUM_KNOBS)}")

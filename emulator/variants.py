@@ -244,17 +244,21 @@ def knob_overrides(variant: ProtocolVariant) -> dict[str, Any]:
     return {name: value for name, value in variant.knobs().items() if getattr(preset, name) != value}
 
 
-def parse_knob_assignments(texts: list[str]) -> dict[str, Any]:
-    """``["fencing=true", ...]`` (``--knob`` arguments) -> validated ``{name: value}``."""
+def parse_knob_assignments(texts: list[str], table: dict[str, Knob] | None = None,
+                           known: str = "") -> dict[str, Any]:
+    """``["fencing=true", ...]`` (``--knob`` arguments) -> validated ``{name: value}`` of ``table``
+    (default: the partition knobs ``KNOBS``; ``known`` says where an unknown name's list is)."""
+    table = KNOBS if table is None else table
     out: dict[str, Any] = {}
     for text in texts:
         name, sep, value = text.partition("=")
         if not sep:
             raise KnobError(f"--knob wants NAME=VALUE, got {short_repr(text)}")
         name = name.strip()
-        if name not in KNOBS:
-            raise KnobError(f"unknown knob {short_repr(name)} (the {len(KNOBS)} knobs: docs/protocol.md §4, replemu run --help)")
-        out[name] = KNOBS[name].parse(value.strip())
+        if name not in table:
+            raise KnobError(f"unknown knob {short_repr(name)} "
+                            f"({known or f'the {len(KNOBS)} knobs: docs/protocol.md §4, replemu run --help'})")
+        out[name] = table[name].parse(value.strip())
     return out
 
 

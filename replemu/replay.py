@@ -70,23 +70,31 @@ def cmd_run(args: argparse.Namespace) -> int:
                 return fail(f"replemu: refused scenario: {exc}")
             if human:
                 _print_human(scenario, result, args.summary)
-            if args.check:
-                expect = scenario.expect.get(protocol)
-                problems = report.check_expectation(result, expect)
-                status = "no expectation" if expect is None else ("agrees" if not problems else "DISAGREES")
-                print(f"check {scenario.source} --protocol {protocol}: {status}", file=sys.stderr if args.json else sys.stdout)
-                for p in problems:
-                    print(f"  - {p}", file=sys.stderr if args.json else sys.stdout)
-                if problems:
-                    failures.append((scenario.name, protocol))
+            if args.check and not _agrees(scenario, protocol, report.check_expectation(result, scenario.expect.get(protocol)), args):
+                failures.append((scenario.name, protocol))
             if not args.trace:
                 result.pop("trace", None)
             results.append(result)
+    return _finish(results, protocols, len(scenarios), failures, args)
+
+
+def _agrees(scenario, protocol: str, problems: list[str], args: argparse.Namespace) -> bool:
+    """``--check``'s lines for one (scenario, protocol); False when it disagrees with its expect block."""
+    expect = scenario.expect.get(protocol)
+    status = "no expectation" if expect is None else ("agrees" if not problems else "DISAGREES")
+    print(f"check {scenario.source} --protocol {protocol}: {status}", file=sys.stderr if args.json else sys.stdout)
+    for p in problems:
+        print(f"  - {p}", file=sys.stderr if args.json else sys.stdout)
+    return not problems
+
+
+def _finish(results: list[dict], protocols: list[str], scenarios: int, failures: list, args: argparse.Namespace) -> int:
+    """The JSON, or the scenario x protocol matrix when there was more than one of either; the exit status."""
     if args.json:
         print(dumps(results[0] if len(results) == 1 else results))
-    elif len(protocols) > 1 or len(scenarios) > 1:
+    elif len(protocols) > 1 or scenarios > 1:
         print()
-        print(report.matrix(results, protocols))
+        print(report.matrix([{"losses": [], **r} for r in results], protocols))
     return EXIT_CHECK_FAILED if failures else EXIT_OK
 
 
@@ -125,24 +133,12 @@ def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> in
                 print(report.quorum_verdict(result))
                 if not args.summary:
                     print()
-            if args.check:
-                expect = scenario.expect.get(protocol)
-                problems = report.check_quorum_expectation(result, expect)
-                status = "no expectation" if expect is None else ("agrees" if not problems else "DISAGREES")
-                print(f"check {scenario.source} --protocol {protocol}: {status}", file=sys.stderr if args.json else sys.stdout)
-                for p in problems:
-                    print(f"  - {p}", file=sys.stderr if args.json else sys.stdout)
-                if problems:
-                    failures.append((scenario.name, protocol))
+            if args.check and not _agrees(scenario, protocol, report.check_quorum_expectation(result, scenario.expect.get(protocol)), args):
+                failures.append((scenario.name, protocol))
             if not args.trace:
                 result.pop("trace", None)
             results.append(result)
-    if args.json:
-        print(dumps(results[0] if len(results) == 1 else results))
-    elif len(protocols) > 1 or len(scenarios) > 1:
-        print()
-        print(report.matrix([{**r, "losses": []} for r in results], protocols))
-    return EXIT_CHECK_FAILED if failures else EXIT_OK
+    return _finish(results, protocols, len(scenarios), failures, args)
 
 
 def _print_human(scenario, result, summary: bool) -> None:

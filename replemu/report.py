@@ -51,23 +51,28 @@ def final_logs(result: dict[str, Any]) -> str:
     head = ["offset"] + [
         f"r{i} ({'down' if not reps[i]['alive'] else reps[i]['role']}, HW {reps[i]['hw']})" for i in ids
     ]
+    rows = _log_rows([reps[i]["log"] for i in ids], longest)
+    caches = ["cache"] + [" ".join(f"({e},{s})" for e, s in reps[i]["epoch_cache"]) or "[]" for i in ids]
+    widths = [max(len(r[c]) for r in rows + [head, caches] if c < len(r)) for c in range(len(head))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths + [0])).rstrip() for r in rows + [caches]]
+    return "\n".join(lines)
+
+
+def _log_rows(logs: list[list], longest: int) -> list[list[str]]:
+    """One row per offset: ``eEPOCH VALUE`` of each log (``[offset, epoch, value]`` records), and
+    ``<- differs`` where the logs that reach the offset disagree."""
     rows = []
     for o in range(longest):
-        cells = []
-        seen = set()
-        for i in ids:
-            log = reps[i]["log"]
+        cells, seen = [], set()
+        for log in logs:
             if o < len(log):
                 cells.append(f"e{log[o][1]} {log[o][2]}")
                 seen.add((log[o][1], log[o][2]))
             else:
                 cells.append("")
         rows.append([str(o)] + cells + (["<- differs"] if len(seen) > 1 else []))
-    caches = ["cache"] + [" ".join(f"({e},{s})" for e, s in reps[i]["epoch_cache"]) or "[]" for i in ids]
-    widths = [max(len(r[c]) for r in rows + [head, caches] if c < len(r)) for c in range(len(head))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths + [0])).rstrip() for r in rows + [caches]]
-    return "\n".join(lines)
+    return rows
 
 
 def verdict(result: dict[str, Any]) -> str:
@@ -210,17 +215,7 @@ def quorum_final_logs(result: dict[str, Any]) -> str:
     servers = result["final"]["servers"]
     ids = list(servers)
     head = ["offset"] + [f"s{i} ({'down' if not servers[i]['alive'] else servers[i]['role']}, HW {servers[i]['hw']})" for i in ids]
-    rows = []
-    for o in range(max((s["leo"] for s in servers.values()), default=0)):
-        cells, seen = [], set()
-        for i in ids:
-            log = servers[i]["log"]
-            if o < len(log):
-                cells.append(f"e{log[o][1]} {log[o][2]}")
-                seen.add((log[o][1], log[o][2]))
-            else:
-                cells.append("")
-        rows.append([str(o)] + cells + (["<- differs"] if len(seen) > 1 else []))
+    rows = _log_rows([servers[i]["log"] for i in ids], max((s["leo"] for s in servers.values()), default=0))
     widths = [max(len(r[c]) for r in rows + [head] if c < len(r)) for c in range(len(head))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths + [0])).rstrip() for r in rows]
