@@ -1,0 +1,152 @@
+"""Kafka's raft tests as scenario files of the metadata quorum: ``tests/kafka/quorum/*.yaml``.
+
+Each file translates one test of apache/kafka's ``raft/src/test/java/org/apache/kafka/raft/`` into
+quorum steps, with the same comment header as the partition translations (``test_kafka_regression``):
+``# Kafka test: apache/kafka``, ``# path:``, ``# method:``, ``# tag:``, then the situation and which of
+Kafka's assertions became the ``expect`` block.  A file has an expect block for each quorum preset
+under which its steps can be taken and Kafka's assertion holds (a step a preset cannot take is
+refused, exit 2, so that file is left out of that preset's command).
+
+The suite is replayed as a user would: ONE ``replemu run FILE... --protocol P --check --summary``
+per preset that some file expects, from the repository root; every (file, preset) must print
+``agrees`` and the command must exit 0.  The tests that could not be expressed are listed in
+docs/kafka-tests-not-expressible.md ("Metadata quorum (raft/)").
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+FILES = sorted((HERE / "quorum").glob("*.yaml"))
+REPLEMU = Path(sys.executable).with_name("replemu")
+
+KEY_LINE = re.compile(r"#\s*(?P<key>Kafka test|path|method|tag|also):\s*(?P<value>.*\S)\s*$")
+TEST_PATH = re.compile(r"^raft/src/test/java/org/apache/kafka/raft/[\w/]+Test\.java$")
+METHOD = re.compile(r"^test[A-Z][A-Za-z0-9_]*$")
+TAG = re.compile(r"^\d+\.\d+\.\d+(\s|$)")
+CHECK_LINE = re.compile(r"^check (?P<file>\S+) --protocol (?P<preset>\S+): (?P<verdict>.*)$")
+
+
+def header(path: Path) -> tuple[dict[str, str], list[str]]:
+    """The leading comment block: its ``key: value`` lines, and the free description lines."""
+    keys: dict[str, str] = {}
+    prose: list[str] = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        m = KEY_LINE.match(line)
+        if m and m["key"] not in keys:
+            keys[m["key"]] = m["value"]
+        else:
+            prose.append(line)
+    return keys, prose
+
+
+def presets(path: Path) -> list[str]:
+    return list((yaml.safe_load(path.read_text()).get("expect") or {}).keys())
+
+
+PRESETS = [p for p in QUORUM_VARIANT_NAMES if any(p in presets(f) for f in FILES)]
+
+
+def cases():
+    for path in FILES:
+        for preset in presets(path):
+            yield pytest.param(path, preset, id=f"{path.stem}-{preset}")
+
+
+def run_check(files: list[str], preset: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPLEMU), "run", *files, "--protocol", preset, "--check", "--summary"],
+                          cwd=cwd, capture_output=True, text=True)
+
+
+@functools.lru_cache(maxsize=None)
+def checked(preset: str) -> tuple[int, dict[str, tuple[str, list[str]]], str]:
+    """One command per preset over every file whose expect block names it: (exit status,
+    file -> (verdict, disagreement lines), stderr)."""
+    files = [str(p.relative_to(ROOT)) for p in FILES if preset in presets(p)]
+    out = run_check(files, preset)
+    verdicts: dict[str, tuple[str, list[str]]] = {}
+    current = None
+    for line in out.stdout.splitlines():
+        m = CHECK_LINE.match(line)
+        if m:
+            current = m["file"]
+            verdicts[current] = (m["verdict"], [])
+        elif line.startswith("  - ") and current is not None:
+            verdicts[current][1].append(line)
+    return out.returncode, verdicts, out.stderr
+
+
+def test_the_suite_translates_at_least_twenty_raft_tests():
+    """One file per Kafka test: at least 20 files, no two naming the same test method."""
+    assert len(FILES) >= 20, [p.name for p in FILES]
+    named = [(header(p)[0].get("path"), header(p)[0].get("method")) for p in FILES]
+    duplicates = {n for n in named if named.count(n) > 1}
+    assert not duplicates, f"several files translate the same Kafka test: {sorted(duplicates)}"
+    assert REPLEMU.exists(), f"no replemu console script next to {sys.executable}"
+
+
+@pytest.mark.parametrize("path, preset", list(cases()))
+def test_kafka_raft_test_replays_as_kafka_asserts(path: Path, preset: str):
+    status, verdicts, stderr = checked(preset)
+    verdict, disagreements = verdicts.get(str(path.relative_to(ROOT)), ("not checked", []))
+    assert verdict == "agrees", f"{path.name} under {preset}: {verdict}\n" + "\n".join(disagreements) + stderr[-2000:]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_check_of_each_preset_exits_zero(preset: str):
+    """``--check`` exits 0 only when every file agrees: the command a user runs says it too."""
+    status, verdicts, stderr = checked(preset)
+    expected = {str(p.relative_to(ROOT)) for p in FILES if preset in presets(p)}
+    assert status == 0, stderr[-2000:]
+    assert set(verdicts) == expected and all(v == "agrees" for v, _ in verdicts.values()), verdicts
+
+
+def test_a_wrong_expectation_exits_1_naming_the_difference(tmp_path):
+    """Negative control: the same file with one wrong expected field disagrees, exit 1, the field named."""
+    source = HERE / "quorum" / "retry-election.yaml"
+    doc = yaml.safe_load(source.read_text())
+    assert doc["expect"]["kraft853"]["servers"][1]["epoch"] == 3
+    doc["expect"]["kraft853"]["servers"][1]["epoch"] = 4
+    copy = tmp_path / source.name
+    copy.write_text(yaml.safe_dump(doc, sort_keys=False))
+    done = run_check([str(copy)], "kraft853", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"check {copy} --protocol kraft853: DISAGREES" in done.stdout
+    assert "server 1 epoch: expected 4, got 3" in done.stdout
+    shutil.copy(source, tmp_path / "unchanged.yaml")  # and the file as committed agrees from anywhere
+    assert run_check([str(tmp_path / "unchanged.yaml")], "kraft853", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_every_file_names_its_kafka_test(path: Path):
+    """Provenance: repository, test file, test method and tag in the comment header."""
+    keys, prose = header(path)
+    assert "apache/kafka" in keys.get("Kafka test", ""), f"{path.name}: the header must name the repository apache/kafka"
+    assert TEST_PATH.match(keys.get("path", "")), f"{path.name}: the header must give the path of Kafka's raft test file"
+    assert METHOD.match(keys.get("method", "")), f"{path.name}: the header must name the test method"
+    assert TAG.match(keys.get("tag", "")), f"{path.name}: the header must name the tag the test was read at"
+    assert 2 <= len(prose) <= 6, f"{path.name}: 2 to 6 comment lines must describe the situation ({len(prose)} found)"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_every_file_is_a_named_quorum_scenario_with_expectations(path: Path):
+    doc = yaml.safe_load(path.read_text())
+    assert doc["name"] == path.stem and "voters" in doc
+    assert isinstance(doc.get("description"), str) and doc["description"].strip()
+    assert presets(path) and set(presets(path)) <= set(QUORUM_VARIANT_NAMES), presets(path)
+    numbers = [int(m) for m in re.findall(r"^  - \w+: .*#\s*(\d+)", path.read_text(), re.M)]
+    assert numbers == list(range(1, len(doc["steps"]) + 1)), f"{path.name}: each step carries its number"
