@@ -223,6 +223,11 @@ class Quorum:
         makes it look for the leader) and a leader has no election timeout: both refused."""
         if s.role is QuorumRole.LEADER:
             raise StepRefused(f"server {s.id} is the leader of epoch {s.epoch}: no election timeout")
+        if s.role is QuorumRole.RESIGNED and not s.is_voter():
+            # pollResigned (3.9.0): an old leader no longer in the voter set goes unattached in epoch + 1,
+            # so that no fetch response names it leader of its old epoch.
+            self._transition_to_unattached(s, s.epoch + 1)
+            return
         if not s.is_voter():
             raise StepRefused(f"server {s.id} is an observer: it never becomes candidate")
         if self.variant.pre_vote:
@@ -652,8 +657,8 @@ class Quorum:
     # -- crash, restart, disk loss --------------------------------------------------------------------
 
     def _stop(self, s: Server, mode: CrashMode) -> None:
-        if s.role is QuorumRole.LEADER:
-            self._end_leadership(s)
+        """The process is gone: its memory with it (a pending voter change is answered by no one:
+        the admin client's request times out), and whatever was in flight to or from it."""
         s.leader_state = None
         s.role = QuorumRole.STOPPED
         if mode is CrashMode.POWER:
@@ -679,7 +684,11 @@ class Quorum:
         if f.epoch < s.last_epoch():
             s.role, s.epoch, s.voted_key, s.leader = QuorumRole.UNATTACHED, s.last_epoch(), None, None
         elif f.leader == s.id:
+            # ResignedState with no preferred successors; pollResigned sends EndQuorumEpoch to the voters
             s.role = QuorumRole.RESIGNED
+            for v in s.voter_ids():
+                if v != s.id and v in self.servers:
+                    self._send(s.id, v, EndQuorumEpochRequest(s.epoch, s.id, ()))
         elif f.voted_key is not None and f.voted_key[0] == s.id and s.is_voter():
             s.role = QuorumRole.CANDIDATE
             s.election_voters = s.last_voters()[1]

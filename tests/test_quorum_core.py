@@ -163,3 +163,39 @@ def test_power_crash_loses_an_observers_unflushed_records_only():
     r.fetch(2, 2)
     r(QuorumCrash(4, "power")), r(QuorumCrash(2, "power"))
     assert r.s(4).leo == 0 and r.s(2).leo == 2
+
+
+def test_a_leader_restarted_from_its_state_file_resigns_and_tells_the_voters():
+    """``QuorumState.initialize`` (3.9.0): the file names this server leader -> ResignedState, whose
+    ``pollResigned`` sends EndQuorumEpoch to the other voters (no preferred successors)."""
+    r = Run()
+    r.elect(1)
+    r(QuorumCrash(1)), r(QuorumRestart(1))
+    assert r.s(1).role is QuorumRole.RESIGNED and r.s(1).epoch == 1
+    for v in (2, 3):
+        (message,) = r.q.messages(1, v)
+        assert type(message).__name__ == "EndQuorumEpochRequest" and message.leader_epoch == 1 and message.preferred_successors == ()
+
+
+def test_a_leader_that_removed_itself_times_out_into_the_next_epoch_as_an_observer():
+    """``pollResigned`` (3.9.0): an old leader no longer in the voter set goes unattached in epoch + 1
+    (KafkaRaftClientReconfigTest.testRemoveVoterIsLeader's last part)."""
+    r = Run()
+    r.elect(1)
+    r.fetch(2, 2), r.fetch(3, 2)
+    r(RemoveVoter(1))
+    r.fetch(2, 2), r.fetch(3, 2)
+    assert r.s(1).role is QuorumRole.RESIGNED and not r.s(1).is_voter()
+    r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.UNATTACHED and r.s(1).epoch == 2
+
+
+def test_a_crashed_leader_answers_no_pending_voter_change():
+    """A dead process answers nothing: the admin client's AddRaftVoter times out on its side."""
+    r = Run((1, 2, 3), (4,))
+    r.elect(1)
+    r.fetch(2, 2), r.fetch(3, 2), r.fetch(4, 1, to=1), r.fetch(4, 2)
+    r(AddVoter(4))
+    assert r.s(1).leader_state.pending is not None and r.errors == []
+    r(QuorumCrash(1))
+    assert r.errors == []
