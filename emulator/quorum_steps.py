@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from .bounds import short_repr
-from .steps import Arg, ArgType, CrashMode, QuorumStepKind, StepError, StepSpec, _value
+from .steps import Arg, ArgType, CrashMode, QuorumStepKind, StepError, StepSpec, _value, step_rows_markdown, steps_markdown
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,3 +189,14 @@ def describe_quorum_step(step: QuorumStep) -> str:
     parts = [str(getattr(step, a.name)) for a in QUORUM_STEP_TABLE[step.kind].args
              if getattr(step, a.name) is not None and getattr(step, a.name) != a.default]
     return f"{step.kind.value}({', '.join(parts)})"
+
+
+def quorum_steps_markdown() -> str:
+    """The metadata quorum's part of ``docs/steps.md``, written from ``QUORUM_STEP_TABLE``."""
+    lines = ["", "## Metadata-quorum scenarios (a file that names `voters`; docs/quorum.md)", ""]
+    return "\n".join(lines + step_rows_markdown(QUORUM_STEP_TABLE)) + "\n"
+
+
+def all_steps_markdown() -> str:
+    """``docs/steps.md``: both step tables (``replemu steps``)."""
+    return steps_markdown() + quorum_steps_markdown()

@@ -534,13 +534,20 @@ def describe_step(step: Step) -> str:
     return f"{step.kind.value}({', '.join(parts)})"
 
 
-def steps_markdown() -> str:
-    """``docs/steps.md``: the step vocabulary, written from ``STEP_TABLE``."""
-    lines = ["# Step kinds", "", "Generated from `emulator/steps.py` (`STEP_TABLE`) by `replemu steps`; "
-             "do not edit by hand.", "", "| step | arguments | meaning |", "|---|---|---|"]
-    for spec in STEP_TABLE.values():
+def step_rows_markdown(table: dict[Any, StepSpec]) -> list[str]:
+    """A step table as markdown rows: the step, its arguments, its meaning."""
+    lines = ["| step | arguments | meaning |", "|---|---|---|"]
+    for spec in table.values():
         args = "; ".join(
             f"`{a.name}` ({a.describe()}{', required' if a.required else ''}){': ' + a.doc if a.doc else ''}" for a in spec.args
         )
         lines.append(f"| `{spec.kind.value}` | {args} | {spec.doc} |")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def steps_markdown() -> str:
+    """The partition's part of ``docs/steps.md`` (``replemu steps`` adds the metadata quorum's:
+    ``emulator.quorum_steps.quorum_steps_markdown``), written from ``STEP_TABLE``."""
+    lines = ["# Step kinds", "", "Generated from `emulator/steps.py` (`STEP_TABLE`) and `emulator/quorum_steps.py` "
+             "(`QUORUM_STEP_TABLE`) by `replemu steps`; do not edit by hand.", "", "## Partition scenarios", ""]
+    return "\n".join(lines + step_rows_markdown(STEP_TABLE)) + "\n"

@@ -227,7 +227,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_steps(args: argparse.Namespace) -> int:
-    from emulator.steps import steps_markdown
+    from emulator.quorum_steps import all_steps_markdown
 
-    print(steps_markdown(), end="")
+    print(all_steps_markdown(), end="")
     return EXIT_OK
