@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,36 +25,18 @@ import pytest
 import yaml
 
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from kafka_files import REPLEMU, TAG, check_all, expected_protocols, header, run_check
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 FILES = sorted((HERE / "quorum").glob("*.yaml"))
-REPLEMU = Path(sys.executable).with_name("replemu")
 
-KEY_LINE = re.compile(r"#\s*(?P<key>Kafka test|path|method|tag|also):\s*(?P<value>.*\S)\s*$")
 TEST_PATH = re.compile(r"^raft/src/test/java/org/apache/kafka/raft/[\w/]+Test\.java$")
 METHOD = re.compile(r"^test[A-Z][A-Za-z0-9_]*$")
-TAG = re.compile(r"^\d+\.\d+\.\d+(\s|$)")
-CHECK_LINE = re.compile(r"^check (?P<file>\S+) --protocol (?P<preset>\S+): (?P<verdict>.*)$")
-
-
-def header(path: Path) -> tuple[dict[str, str], list[str]]:
-    """The leading comment block: its ``key: value`` lines, and the free description lines."""
-    keys: dict[str, str] = {}
-    prose: list[str] = []
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        m = KEY_LINE.match(line)
-        if m and m["key"] not in keys:
-            keys[m["key"]] = m["value"]
-        else:
-            prose.append(line)
-    return keys, prose
 
 
 def presets(path: Path) -> list[str]:
-    return list((yaml.safe_load(path.read_text()).get("expect") or {}).keys())
+    return expected_protocols(path)
 
 
 PRESETS = [p for p in QUORUM_VARIANT_NAMES if any(p in presets(f) for f in FILES)]
@@ -67,27 +48,10 @@ def cases():
             yield pytest.param(path, preset, id=f"{path.stem}-{preset}")
 
 
-def run_check(files: list[str], preset: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([str(REPLEMU), "run", *files, "--protocol", preset, "--check", "--summary"],
-                          cwd=cwd, capture_output=True, text=True)
-
-
 @functools.lru_cache(maxsize=None)
 def checked(preset: str) -> tuple[int, dict[str, tuple[str, list[str]]], str]:
-    """One command per preset over every file whose expect block names it: (exit status,
-    file -> (verdict, disagreement lines), stderr)."""
-    files = [str(p.relative_to(ROOT)) for p in FILES if preset in presets(p)]
-    out = run_check(files, preset)
-    verdicts: dict[str, tuple[str, list[str]]] = {}
-    current = None
-    for line in out.stdout.splitlines():
-        m = CHECK_LINE.match(line)
-        if m:
-            current = m["file"]
-            verdicts[current] = (m["verdict"], [])
-        elif line.startswith("  - ") and current is not None:
-            verdicts[current][1].append(line)
-    return out.returncode, verdicts, out.stderr
+    """The suite under one preset, as a user runs it (``kafka_files.check_all``)."""
+    return check_all(FILES, preset)
 
 
 def test_the_suite_translates_at_least_twenty_raft_tests():

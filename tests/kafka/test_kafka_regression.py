@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,36 +27,19 @@ import pytest
 import yaml
 
 from emulator import VARIANT_NAMES
+from kafka_files import REPLEMU, TAG, check_all, expected_protocols, header
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 FILES = sorted(HERE.glob("*.yaml"))
-REPLEMU = Path(sys.executable).with_name("replemu")
 VARIANTS = VARIANT_NAMES
 
-KEY_LINE = re.compile(r"#\s*(?P<key>Kafka test|path|method|tag|also):\s*(?P<value>.*\S)\s*$")
 TEST_PATH = re.compile(r"^[\w.-]+(/[\w.-]+)*/src/test/[\w./-]+\.(scala|java)$")
 METHOD = re.compile(r"^[a-z][A-Za-z0-9_]*$")
-TAG = re.compile(r"^\d+\.\d+\.\d+(\s|$)")
-
-
-def header(path: Path) -> tuple[dict[str, str], list[str]]:
-    """The leading comment block: its ``key: value`` lines, and the free description lines."""
-    keys: dict[str, str] = {}
-    prose: list[str] = []
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        m = KEY_LINE.match(line)
-        if m and m["key"] not in keys:
-            keys[m["key"]] = m["value"]
-        else:
-            prose.append(line)
-    return keys, prose
 
 
 def variants(path: Path) -> list[str]:
-    return list((yaml.safe_load(path.read_text()).get("expect") or {}).keys())
+    return expected_protocols(path)
 
 
 def cases():
@@ -78,28 +60,10 @@ def test_the_console_script_is_installed():
     assert REPLEMU.exists(), f"no replemu console script next to {sys.executable}"
 
 
-CHECK_LINE = re.compile(r"^check (?P<file>\S+) --protocol (?P<variant>\S+): (?P<verdict>.*)$")
-
-
 @functools.lru_cache(maxsize=None)
 def checked(variant: str) -> tuple[int, dict[str, tuple[str, list[str]]], str]:
-    """``replemu run FILE... --protocol VARIANT --check --summary`` over every file whose expect
-    block names the variant, as a user would run the suite: (exit status, file -> (verdict,
-    disagreement lines), stderr).  One command per variant (a command per file and variant spent
-    most of this suite's time starting Python)."""
-    files = [str(p.relative_to(ROOT)) for p in FILES if variant in variants(p)]
-    out = subprocess.run([str(REPLEMU), "run", *files, "--protocol", variant, "--check", "--summary"],
-                         cwd=ROOT, capture_output=True, text=True)
-    verdicts: dict[str, tuple[str, list[str]]] = {}
-    current = None
-    for line in out.stdout.splitlines():
-        m = CHECK_LINE.match(line)
-        if m:
-            current = m["file"]
-            verdicts[current] = (m["verdict"], [])
-        elif line.startswith("  - ") and current is not None:
-            verdicts[current][1].append(line)
-    return out.returncode, verdicts, out.stderr
+    """The suite under one variant, as a user runs it (``kafka_files.check_all``)."""
+    return check_all(FILES, variant)
 
 
 @pytest.mark.parametrize("path, variant", list(cases()))
