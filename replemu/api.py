@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from emulator.explore import Bounds, Reduction
+from emulator.quorum_run import QuorumScenario, is_quorum_document, parse_quorum_scenario, run_quorum_scenario
+from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from emulator.run import run_scenario
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
 from emulator.variants import VARIANT_NAMES
@@ -27,25 +29,39 @@ __all__ = ["VARIANTS", "Expectations", "Scenario", "ScenarioError", "campaign", 
 VARIANTS: tuple[str, ...] = tuple(VARIANT_NAMES)  # the protocol variants, oldest first
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """A scenario file (the YAML contract, docs/scenario-format.md), validated."""
-    from scenario_io.yaml_files import load_scenario as load
+def load_scenario(path: str | Path) -> Scenario | QuorumScenario:
+    """A scenario file (the YAML contract, docs/scenario-format.md), validated; a file that names
+    ``voters`` is a metadata-quorum scenario (docs/quorum.md)."""
+    from scenario_io.yaml_files import load_any_scenario
 
-    return load(path)
+    return load_any_scenario(path)
 
 
-def scenario(document: Mapping[str, Any], source: str = "<scenario>") -> Scenario:
+def scenario(document: Mapping[str, Any], source: str = "<scenario>") -> Scenario | QuorumScenario:
     """A scenario built in code from the same document a YAML file holds (``name``,
-    ``replicas``, ``config``, ``steps``, ``expect``), validated; errors name ``source``."""
+    ``replicas``, ``config``, ``steps``, ``expect``; or ``voters`` and quorum steps), validated;
+    errors name ``source``."""
+    if is_quorum_document(document):
+        return parse_quorum_scenario(dict(document), source=source)
     return parse_scenario(dict(document), source=source)
 
 
-def run(scenario: Scenario | str | Path, protocol: str = "kip320", knobs: Mapping[str, Any] | None = None,
-        trace: bool = False) -> dict[str, Any]:
-    """Replay ``scenario`` (a ``Scenario`` or a path) under ``protocol`` with ``knobs``: the
-    result object of ``replemu run --json`` (with ``trace``: one entry per step, as ``--trace``)."""
+def run(scenario: Scenario | QuorumScenario | str | Path, protocol: str | None = None,
+        knobs: Mapping[str, Any] | None = None, trace: bool = False) -> dict[str, Any]:
+    """Replay ``scenario`` (a scenario or a path) under ``protocol`` (default ``kip320``, for a
+    metadata-quorum scenario ``kraft853``) with ``knobs``: the result object of ``replemu run
+    --json`` (with ``trace``: one entry per step, as ``--trace``)."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
+    if isinstance(scenario, QuorumScenario):
+        protocol = protocol or "kraft853"
+        if protocol not in QUORUM_VARIANT_NAMES:
+            raise ValueError(f"unknown quorum protocol {protocol!r} (known: {', '.join(QUORUM_VARIANT_NAMES)})")
+        result = run_quorum_scenario(scenario, protocol, trace=trace, knobs=dict(knobs or {}))
+        if not trace:
+            result.pop("trace", None)
+        return result
+    protocol = protocol or "kip320"
     if protocol not in VARIANTS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(VARIANTS)})")
     result = run_scenario(scenario, protocol, trace=trace, knobs=dict(knobs or {}))
