@@ -96,8 +96,8 @@ def parse_quorum_scenario(data: Any, source: str = "<memory>") -> QuorumScenario
             raise ScenarioError(f"{source}: knobs: unknown quorum knob {short_repr(key)} (known: {', '.join(QUORUM_KNOBS)})")
         try:
             knobs[key] = QUORUM_KNOBS[key].parse(value)
-        except KnobError as e:
-            raise ScenarioError(f"{source}: knobs: {e}") from None
+        except KnobError as bad_knob:  # (a name of its own: mypyc types a name by its first binding)
+            raise ScenarioError(f"{source}: knobs: {bad_knob}") from None
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ScenarioError(f"{source}: 'steps' must be a non-empty list")
@@ -109,8 +109,8 @@ def parse_quorum_scenario(data: Any, source: str = "<memory>") -> QuorumScenario
         (kind, args), = raw.items()
         try:
             steps.append(parse_quorum_step(kind, args, servers))
-        except StepError as e:
-            raise ScenarioError(f"{source}: step {number} ({kind}): {e}") from None
+        except StepError as bad_step:
+            raise ScenarioError(f"{source}: step {number} ({kind}): {bad_step}") from None
     expect = _parse_expect(source, data.get("expect"), servers)
     return QuorumScenario(name, voters, observers, tuple(steps), knobs, description, expect, source)
 
