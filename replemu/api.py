@@ -53,18 +53,13 @@ def run(scenario: Scenario | QuorumScenario | str | Path, protocol: str | None =
     --json`` (with ``trace``: one entry per step, as ``--trace``)."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
-    if isinstance(scenario, QuorumScenario):
-        protocol = protocol or "kraft853"
-        if protocol not in QUORUM_VARIANT_NAMES:
-            raise ValueError(f"unknown quorum protocol {protocol!r} (known: {', '.join(QUORUM_VARIANT_NAMES)})")
-        result = run_quorum_scenario(scenario, protocol, trace=trace, knobs=dict(knobs or {}))
-        if not trace:
-            result.pop("trace", None)
-        return result
-    protocol = protocol or "kip320"
-    if protocol not in VARIANTS:
-        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(VARIANTS)})")
-    result = run_scenario(scenario, protocol, trace=trace, knobs=dict(knobs or {}))
+    quorum = isinstance(scenario, QuorumScenario)
+    default, known, replay = (("kraft853", QUORUM_VARIANT_NAMES, run_quorum_scenario) if quorum
+                              else ("kip320", VARIANTS, run_scenario))
+    protocol = protocol or default
+    if protocol not in known:
+        raise ValueError(f"unknown {'quorum ' if quorum else ''}protocol {protocol!r} (known: {', '.join(known)})")
+    result = replay(scenario, protocol, trace=trace, knobs=dict(knobs or {}))
     if not trace:
         result.pop("trace", None)
     return result

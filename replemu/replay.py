@@ -117,22 +117,12 @@ def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> in
     for scenario in scenarios:
         for protocol in protocols:
             try:
-                result = run_quorum_scenario(scenario, protocol, trace=True, knobs=args.quorum_knobs)
+                result = run_quorum_scenario(scenario, protocol, trace=args.trace or (human and not args.summary),
+                                             knobs=args.quorum_knobs)
             except StepRefused as exc:
                 return fail(f"replemu: refused scenario: {exc}")
             if human:
-                if not args.summary:
-                    print(f"== {scenario.name} under {protocol} ({scenario.source}) ==")
-                    if scenario.description:
-                        print(scenario.description)
-                    print()
-                    print(report.quorum_step_table(result))
-                    print()
-                    print(report.quorum_final_logs(result))
-                    print()
-                print(report.quorum_verdict(result))
-                if not args.summary:
-                    print()
+                _print_human(scenario, result, args.summary, QUORUM_RENDERERS)
             if args.check and not _agrees(scenario, protocol, report.check_quorum_expectation(result, scenario.expect.get(protocol)), args):
                 failures.append((scenario.name, protocol))
             if not args.trace:
@@ -141,17 +131,23 @@ def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> in
     return _finish(results, protocols, len(scenarios), failures, args)
 
 
-def _print_human(scenario, result, summary: bool) -> None:
+# (step table, final logs, verdict) of each family's result
+PARTITION_RENDERERS = (report.step_table, report.final_logs, report.verdict)
+QUORUM_RENDERERS = (report.quorum_step_table, report.quorum_final_logs, report.quorum_verdict)
+
+
+def _print_human(scenario, result, summary: bool, renderers=PARTITION_RENDERERS) -> None:
+    step_table, final_logs, verdict = renderers
     if not summary:
         print(f"== {scenario.name} under {result['protocol']} ({scenario.source}) ==")
         if scenario.description:
             print(scenario.description)
         print()
-        print(report.step_table(result))
+        print(step_table(result))
         print()
-        print(report.final_logs(result))
+        print(final_logs(result))
         print()
-    print(report.verdict(result))
+    print(verdict(result))
     if not summary:
         print()
 

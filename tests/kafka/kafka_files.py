@@ -60,3 +60,14 @@ def check_all(files: list[Path], protocol: str) -> tuple[int, dict[str, tuple[st
         elif line.startswith("  - ") and current is not None:
             verdicts[current][1].append(line)
     return out.returncode, verdicts, out.stderr
+
+
+def assert_names_its_kafka_test(path: Path, test_path: re.Pattern, method: re.Pattern) -> None:
+    """Provenance: repository, test file (``test_path``), test method (``method``) and tag in the
+    comment header, and 2 to 6 comment lines describing the situation."""
+    keys, prose = header(path)
+    assert "apache/kafka" in keys.get("Kafka test", ""), f"{path.name}: the header must name the repository apache/kafka"
+    assert test_path.match(keys.get("path", "")), f"{path.name}: the header must give the path of Kafka's test file"
+    assert method.match(keys.get("method", "")), f"{path.name}: the header must name the test method"
+    assert TAG.match(keys.get("tag", "")), f"{path.name}: the header must name the tag the test was read at"
+    assert 2 <= len(prose) <= 6, f"{path.name}: 2 to 6 comment lines must describe the situation ({len(prose)} found)"

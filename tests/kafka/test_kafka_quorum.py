@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-from kafka_files import REPLEMU, TAG, check_all, expected_protocols, header, run_check
+from kafka_files import REPLEMU, assert_names_its_kafka_test, check_all, expected_protocols, header, run_check
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -98,12 +98,7 @@ def test_a_wrong_expectation_exits_1_naming_the_difference(tmp_path):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_every_file_names_its_kafka_test(path: Path):
     """Provenance: repository, test file, test method and tag in the comment header."""
-    keys, prose = header(path)
-    assert "apache/kafka" in keys.get("Kafka test", ""), f"{path.name}: the header must name the repository apache/kafka"
-    assert TEST_PATH.match(keys.get("path", "")), f"{path.name}: the header must give the path of Kafka's raft test file"
-    assert METHOD.match(keys.get("method", "")), f"{path.name}: the header must name the test method"
-    assert TAG.match(keys.get("tag", "")), f"{path.name}: the header must name the tag the test was read at"
-    assert 2 <= len(prose) <= 6, f"{path.name}: 2 to 6 comment lines must describe the situation ({len(prose)} found)"
+    assert_names_its_kafka_test(path, TEST_PATH, METHOD)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
