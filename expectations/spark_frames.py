@@ -26,6 +26,8 @@ from emulator.invariants import REGISTRY
 TIMELINE_COLUMNS = ("topic", "partition", "seq", "replica", "role", "alive", "leo", "hw", "leader_epoch",
                     "cache_increasing", "leading")
 PARTITION_COLUMNS = ("partition_key", "leader_in_isr", "offsets_contiguous") + tuple(inv.name for inv in REGISTRY)
+# The order of each frame's rows (GX names the first offending rows in it).
+ORDER = {"timeline": ("topic", "partition", "seq", "replica"), "partitions": ("topic", "partition")}
 # The columns that name a row's partition in GX's bounded list of offending rows, per frame.
 INDEX_COLUMNS = {"timeline": ("topic", "partition"), "partitions": ("partition_key",)}
 
@@ -56,10 +58,13 @@ def kind_dataframes(rows) -> dict[str, Any]:
     return {kind: rows.where(F.col("kind") == kind).select(*KIND_COLUMNS[kind]) for kind in VALIDATED_KINDS}
 
 
-def validation_frames_spark(kinds: dict[str, Any], spark=None) -> dict[str, Any]:
+def validation_frames_spark(kinds: dict[str, Any], spark=None, ordered: bool = True) -> dict[str, Any]:
     """``{"timeline": DataFrame, "partitions": DataFrame}`` from one micro-batch's rows by kind
     (each a Spark DataFrame with at least that kind's ``KIND_COLUMNS`` it uses; a missing kind has
-    no rows).  Lazy: nothing runs until the frames are used."""
+    no rows).  Lazy: nothing runs until the frames are used.  ``ordered=False``: in no order, and
+    the partitions frame keeps its ``topic`` and ``partition`` columns, for a caller that brings
+    the rows to one process and puts them in order there (``local_frame``): a sort in Spark is two
+    jobs (a sample of the keys, then the sort)."""
     from pyspark.sql import SparkSession, Window
     from pyspark.sql import functions as F
 
@@ -74,8 +79,9 @@ def validation_frames_spark(kinds: dict[str, Any], spark=None) -> dict[str, Any]
     timeline = (t.select(*TIMELINE_COLUMNS[:9], F.from_json(cache_json, "array<array<bigint>>").alias("c"))
                 .withColumn("cache_increasing", F.coalesce(F.expr(_CACHE_INCREASING), F.lit(False)))
                 .withColumn("leading", F.coalesce((F.col("role") == "leader") & (F.col("alive") == True), F.lit(False)))  # noqa: E712
-                .drop("c")
-                .orderBy("topic", "partition", "seq", "replica"))
+                .drop("c"))
+    if ordered:
+        timeline = timeline.orderBy(*ORDER["timeline"])
 
     log = kind("log").where(F.col("op").isin("append", "truncate"))
     by_replica = Window.partitionBy("topic", "partition", "replica").orderBy("seq", "idx")
@@ -98,7 +104,14 @@ def validation_frames_spark(kinds: dict[str, Any], spark=None) -> dict[str, Any]
                                      | F.array_contains(F.col("controller.isr"), F.col("controller.leader")),
                                      F.lit(False)).alias("leader_in_isr"),
                           F.col("gapped").isNull().alias("offsets_contiguous"),
-                          *[F.coalesce(F.array_contains("names", inv.name), F.lit(False)).alias(inv.name) for inv in REGISTRY])
-                  .orderBy("topic", "partition")
-                  .select(*PARTITION_COLUMNS))
+                          *[F.coalesce(F.array_contains("names", inv.name), F.lit(False)).alias(inv.name) for inv in REGISTRY]))
+    partitions = partitions.orderBy(*ORDER["partitions"]).select(*PARTITION_COLUMNS) if ordered else partitions
     return {"timeline": timeline, "partitions": partitions}
+
+
+def local_frame(name: str, frame):
+    """A validation frame of ``validation_frames_spark(..., ordered=False)`` brought to this process
+    (pandas) as the ordered one would be: sorted by ``ORDER``, with ``TIMELINE_COLUMNS`` /
+    ``PARTITION_COLUMNS`` only."""
+    columns = list(TIMELINE_COLUMNS if name == "timeline" else PARTITION_COLUMNS)
+    return frame.sort_values(list(ORDER[name]), kind="stable")[columns].reset_index(drop=True)

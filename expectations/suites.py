@@ -141,6 +141,8 @@ def validate_rows(rows, batch_id: int = 0, validator: "BatchValidator | None" = 
 
 
 ENGINES = ("pandas", "spark")
+# The kind whose row count is each validation frame's (``ExpectationsObserver.frame_engines``).
+FRAME_ROWS = {"timeline": "timeline", "partitions": "summary"}
 OFFENDING_LIMIT = 20  # offending rows named per failed expectation (GX's partial_unexpected_count)
 
 
@@ -230,11 +232,11 @@ class BatchValidator:
         """One row per expectation: batch_id, invariant, expectation, success, unexpected_count,
         partitions (the partition keys of the first ``OFFENDING_LIMIT`` offending rows in the
         frame's order), docs (the Data Docs page, relative).  ``frames``: the two validation
-        frames, pandas or Spark as the ``engine`` says; a frame without rows is not validated."""
+        frames (or one of them), pandas or Spark as the ``engine`` says; a frame without rows is not validated."""
         rows = []
         for frame, checkpoints in self.checkpoints.items():
-            df = frames[frame]
-            if _is_empty(df):
+            df = frames.get(frame)
+            if df is None or _is_empty(df):
                 continue
             run_id = self._run_id(batch_id, frame)
             result = checkpoints["BOOLEAN_ONLY"].run(batch_parameters={"dataframe": df}, run_id=run_id)
@@ -517,12 +519,13 @@ class ExpectationsObserver:
     DataFrame: the frames are built and validated by Spark, on the executors)."""
 
     docs_every: int = 20  # rebuild the Data Docs every N batches (and at the end of a run)
-    # A micro-batch with at most this many rows of the validated kinds is validated in this
-    # process (its rows fetched, Arrow, then the pandas engine); a larger one where it is (the
-    # Spark engine).  The Spark engine's cost is fixed but large (~20 Spark jobs, ~9 s of driver
-    # CPU a batch measured on 2 loaded cores), the local one grows with the rows: below the limit
-    # the local engine is the cheaper one for the driver too, and the driver's memory stays
-    # bounded by the limit however many partitions the stream has.  0: always Spark.
+    # A validation frame of at most this many rows (``frame_engines``) is computed by Spark and
+    # validated in this process (Arrow, then the pandas engine); a larger one where it is (the
+    # Spark engine).  The Spark engine's cost is fixed but large (a dozen small Spark jobs and GX's
+    # planning of each metric: ~2.5 s a 1,000-partition batch on local[2] against ~1 s here), the
+    # local one grows with the rows: below the limit the local engine is the cheaper one, and the
+    # driver's memory stays bounded by the limit however many partitions the stream has.  0:
+    # always Spark.
     driver_rows_limit: int = 100_000
     validation_ms: list[float] = field(default_factory=list)
     engines: list[str] = field(default_factory=list)  # the engine of each validated batch
@@ -545,48 +548,55 @@ class ExpectationsObserver:
 
     def on_spark_batch(self, kinds: Any, batch_id: int, output_dir: Path, counts: dict[str, int] | None = None) -> None:
         """The suites on one micro-batch: ``kinds`` maps an output kind to a Spark DataFrame;
-        ``counts`` (rows per kind, when the caller knows them) picks the engine: at most
-        ``driver_rows_limit`` rows of the validated kinds are fetched and validated here
-        (``on_batch``), more where they are (``on_spark``)."""
-        from expectations.spark_frames import VALIDATED_KINDS
+        ``counts`` (rows per kind, when the caller knows them) picks each frame's engine."""
+        self.on_spark(kinds, batch_id, output_dir, counts)
 
-        if (isinstance(kinds, dict) and counts is not None
-                and sum(counts.get(k, 0) for k in VALIDATED_KINDS) <= self.driver_rows_limit):
-            from streaming.sink import sorted_kind_table
+    def frame_engines(self, counts: dict[str, int] | None) -> dict[str, str]:
+        """Where each validation frame is validated: a frame of at most ``driver_rows_limit`` rows
+        (``FRAME_ROWS``: a timeline row per ``timeline`` row, a partitions row per ``summary`` row)
+        is computed by Spark and brought here (the pandas engine), a larger one, or any frame when
+        the counts are unknown, is validated where it is (the Spark engine)."""
+        if counts is None:
+            return {frame: "spark" for frame in FRAME_ROWS}
+        return {frame: "pandas" if int(counts.get(kind, 0)) <= self.driver_rows_limit else "spark"
+                for frame, kind in FRAME_ROWS.items()}
 
-            self.engines.append("pandas")
-            self.on_batch({k: sorted_kind_table(k, df.toArrow()).to_pandas() for k, df in kinds.items() if k in VALIDATED_KINDS},
-                          batch_id, output_dir)
-            return
-        self.engines.append("spark")
-        self.on_spark(kinds, batch_id, output_dir)
-
-    def on_spark(self, kinds: Any, batch_id: int, output_dir: Path) -> None:
+    def on_spark(self, kinds: Any, batch_id: int, output_dir: Path, counts: dict[str, int] | None = None) -> None:
         """The suites on one micro-batch where its rows are: ``kinds`` maps an output kind to a
         Spark DataFrame of (at least) its ``KIND_COLUMNS`` (a kind without rows may be missing),
         or is the micro-batch's DataFrame of ``OUTPUT_SCHEMA`` rows (a ``kind`` column), persisted
         by the caller so that it is not computed again.
-        The two validation frames are computed by Spark (``spark_frames``), kept on the executors
-        while GX's Spark datasource validates them (``materialized``), and released; the driver
-        receives O(expectations) values and at most ``OFFENDING_LIMIT`` offending rows per failed
-        expectation."""
-        from expectations.spark_frames import kind_dataframes, validation_frames_spark
+        The two validation frames are computed by Spark (``spark_frames``).  Each is then, as
+        ``frame_engines`` says, either brought here (its rows: at most ``driver_rows_limit``;
+        the ``log`` kind never is, Spark reduces it to one value per partition) and validated by
+        GX's pandas engine, or kept on the executors while GX's Spark datasource validates it
+        (``materialized``) and released: the driver then receives O(expectations) values and at
+        most ``OFFENDING_LIMIT`` offending rows per failed expectation."""
+        from expectations.spark_frames import kind_dataframes, local_frame, validation_frames_spark
 
         started = time.perf_counter()
-        frames: dict[str, Any] = {}
+        engines = self.frame_engines(counts)
         releases: list = []
+        rows: list[dict] = []
         try:
             if not isinstance(kinds, dict):
                 kinds = kind_dataframes(kinds)
-            for name, df in validation_frames_spark(kinds).items():
-                frames[name], release = materialized(df)
-                releases.append(release)
-            rows = self.validator(output_dir, "spark").validate(frames, batch_id)
+            ordered = validation_frames_spark(kinds)
+            unordered = validation_frames_spark(kinds, ordered=False)
+            for name, df in ordered.items():  # timeline, then partitions
+                if engines[name] == "pandas":
+                    frame = local_frame(name, unordered[name].toPandas())
+                else:
+                    frame, release = materialized(df)
+                    releases.append(release)
+                rows += self.validator(output_dir, engines[name]).validate({name: frame}, batch_id)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
             rows = _error_rows(batch_id, exc)
         finally:
             for release in releases:
                 release()
+        used = sorted(set(engines.values()))
+        self.engines.append(used[0] if len(used) == 1 else "+".join(used))
         self._record(rows, batch_id, output_dir, started)
 
     def _record(self, rows: list[dict], batch_id: int, output_dir: Path, started: float) -> None:

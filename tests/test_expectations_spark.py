@@ -242,10 +242,11 @@ def test_the_observer_writes_the_same_validations_from_spark_frames(spark, varia
 
 
 def test_the_stream_validates_small_batches_here_and_large_ones_where_they_are_with_the_same_results(spark, tmp_path):
-    """``replemu stream``'s observer picks the engine by the batch's size (``driver_rows_limit``):
-    a run that validates every batch in this process and one that validates every batch with
-    Spark write the same ``validations`` rows (the same expectations, counts, offending
-    partitions and Data Docs pages)."""
+    """``replemu stream``'s observer picks each validation frame's engine by its size
+    (``driver_rows_limit``): a run that validates every frame in this process, one that validates
+    every frame with Spark, and one that validates the large frame (timeline) with Spark and the
+    small one (partitions) here write the same ``validations`` rows (the same expectations,
+    counts, offending partitions and Data Docs pages)."""
     from streaming.events import write_event_files
     from streaming.job import run_stream
     from streaming.results import read_output
@@ -254,13 +255,14 @@ def test_the_stream_validates_small_batches_here_and_large_ones_where_they_are_w
     events = tmp_path / "events"
     write_event_files([scenario_rows(s) for s in scenarios], events, split=2)
     outputs = {}
-    for limit in (10**9, 0):
+    engines = {10**9: {"pandas"}, 0: {"spark"}, 12: {"pandas+spark"}}
+    for limit in engines:
         observer = ExpectationsObserver(driver_rows_limit=limit)
         out = tmp_path / f"out-{limit}"
         run_stream(events, out, tmp_path / f"ck-{limit}", "hw", spark=spark, quiet=True, observer=observer,
                    max_files_per_trigger=1)
-        assert set(observer.engines) == {"pandas" if limit else "spark"} and len(observer.engines) >= 2
+        assert set(observer.engines) == engines[limit] and len(observer.engines) >= 2
         v = read_output(out, "validations")
         outputs[limit] = [{**r, "partitions": list(r["partitions"])}
                           for r in v.sort_values(["batch_id", "frame", "invariant", "expectation"]).to_dict("records")]
-    assert outputs[10**9] == outputs[0] and any(not r["success"] for r in outputs[0])  # hw breaks something
+    assert outputs[10**9] == outputs[0] == outputs[12] and any(not r["success"] for r in outputs[0])  # hw breaks something
