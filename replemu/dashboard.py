@@ -111,13 +111,14 @@ def log_ops_from_trace(trace: list[dict]) -> list[list]:
 
 def logs_at(ops: list[list], step: int, replicas: list[str] | None = None) -> dict[str, list[list]]:
     """Every replica's log (``[[offset, epoch, value], ...]``) after step ``step``: the ``log``
-    operations up to it replayed (the page's script does the same)."""
+    operations up to it replayed (the page's script does the same; a quorum append's seventh
+    element, its control flag, is not part of the record)."""
     from itertools import takewhile
 
     from streaming.results import replay_logs
 
     upto = takewhile(lambda o: o[0] <= step, ops)  # ops are in step order
-    return replay_logs(((replica, op, offset, epoch, value) for _, replica, op, offset, epoch, value in upto), replicas or [])[0]
+    return replay_logs(((o[1], o[2], o[3], o[4], o[5]) for o in upto), replicas or [])[0]
 
 
 # -- metadata-quorum results (``family: quorum``, docs/quorum.md) -----------------------------------
