@@ -25,7 +25,7 @@ from .bounds import MAX_REPLICAS, short_repr
 from .quorum import Quorum
 from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
 from .quorum_state import ControlType, QuorumRecord, QuorumRole, Server
-from .quorum_steps import QuorumStep, describe_quorum_step, parse_quorum_step
+from .quorum_steps import QuorumStep, describe_quorum_step, parse_quorum_step, quorum_step_to_dict
 from .quorum_variants import QUORUM_KNOBS, QUORUM_VARIANT_NAMES, QuorumVariant, quorum_variant_named
 from .scenario import NAME_PATTERN, ScenarioError, StepRefused
 from .steps import StepError, is_int
@@ -148,6 +148,21 @@ def _parse_expect(source: str, raw: Any, servers: tuple[int, ...]) -> dict[str, 
                     raise ScenarioError(f"{where}.servers.{sid}: must map any of {', '.join(SERVER_FIELDS)} to a value")
         out[protocol] = dict(block)
     return out
+
+
+def quorum_scenario_document(s: QuorumScenario, description: str | None = None,
+                             expect: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A quorum scenario in the file's shape (``parse_quorum_scenario`` reads it back)."""
+    doc: dict[str, Any] = {"name": s.name, "description": s.description if description is None else description,
+                           "voters": list(s.voters)}
+    if s.observers:
+        doc["observers"] = list(s.observers)
+    if s.knobs:
+        doc["knobs"] = dict(sorted(s.knobs.items()))
+    doc["steps"] = [quorum_step_to_dict(step) for step in s.steps]
+    if expect:
+        doc["expect"] = expect
+    return doc
 
 
 # -- the result --------------------------------------------------------------------------------

@@ -178,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     shr = sub.add_parser("shrink", help="minimise a scenario that breaks an invariant")
     shr.add_argument("file", nargs="?", metavar="FILE")
     shr.add_argument("--from-campaign", metavar="SEED/PROFILE/PARTITION", help="shrink a generated partition")
-    shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES)
+    shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES,
+                     help="a partition protocol, or a metadata-quorum one (kraft595, kraft853, kraft996) for a quorum FILE")
     shr.add_argument("--invariant", required=True)
     shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input / out/shrunk)")
     _add_knob(shr)
