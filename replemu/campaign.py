@@ -301,7 +301,78 @@ def _cmd_shrink_quorum(args: argparse.Namespace, scenario) -> int:
     return EXIT_OK
 
 
+# -- campaigns of the metadata quorum (docs/quorum.md "Campaigns and shrinking") ----------------------
+
+QUORUM_PROFILE = "quorum"  # the one walk a quorum campaign draws from (emulator.quorum_workload)
+
+
+def run_quorum_campaign(seed: int, partitions: int, protocols: list[str], out_dir: str | Path,
+                        knobs: dict[str, Any] | None = None, progress: bool | None = None) -> dict[str, Any]:
+    """``partitions`` seeded random quorum scenarios per preset, each judged by ``QuorumChecker``
+    (``run_quorum_scenario``); the report has the partition campaign's shape and its first findings
+    are written as quorum scenario files (with the knobs) that ``replemu run`` replays to them."""
+    from emulator.quorum_run import parse_quorum_scenario, run_quorum_scenario
+    from emulator.quorum_workload import generate_quorum_scenario
+
+    out = Path(out_dir)
+    report: dict[str, Any] = {"seed": seed, "profile": QUORUM_PROFILE, "protocols": {}}
+    if knobs:
+        report["knobs"] = dict(sorted(knobs.items()))
+    for protocol in protocols:
+        bar = Progress(partitions, f"{protocol:9}", enabled=progress)
+        docs: dict[int, dict] = {}
+
+        def results(protocol=protocol, bar=bar, docs=docs):
+            for k in range(partitions):
+                doc = generate_quorum_scenario(seed, k, protocol, knobs)
+                docs[k] = doc
+                scenario = parse_quorum_scenario(doc, source=f"quorum campaign {seed}/{protocol}/{k}")
+                bar.step()
+                yield k, run_quorum_scenario(scenario, protocol)
+
+        r = tally(results(), protocol, docs.__getitem__, out, seed, f"{QUORUM_PROFILE}-{protocol}")
+        report["protocols"][protocol] = r
+    return report
+
+
+def _cmd_campaign_quorum(args: argparse.Namespace, protocols: list[str]) -> int:
+    if args.profile != QUORUM_PROFILE:
+        return fail(f"replemu: error: --protocol {args.protocol} is a metadata-quorum protocol: its campaign draws from "
+                    f"--profile {QUORUM_PROFILE} (the partition profiles do not apply), got {args.profile[:80]!r}")
+    if args.knobs:
+        return fail(f"replemu: error: --knob {next(iter(args.knobs))} is a partition knob; --protocol {args.protocol} is a "
+                    "metadata-quorum protocol (its knobs: docs/quorum.md)")
+    knobs = getattr(args, "quorum_knobs", None) or {}
+    header = [f"  knobs {', '.join(f'{k}={v}' for k, v in sorted(knobs.items()))} (over each preset)"] * bool(knobs) + [
+        f"campaign seed {args.seed}  profile {QUORUM_PROFILE} (random walks over the quorum's steps)",
+        f"  scenarios {args.partitions}  protocols {','.join(protocols)}  engine local (the quorum core in this process)",
+        f"  per scenario k: stream replemu-quorum/{args.seed}/k (voters, length, every step); refused steps drawn again",
+    ]
+    print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
+    report = run_quorum_campaign(args.seed, args.partitions, protocols, args.out, knobs=knobs)
+    if args.json:
+        print(dumps(report))
+        return EXIT_OK
+    for protocol, r in report["protocols"].items():
+        found = ", ".join(f"{k} {v}" for k, v in r["violations"].items()) or "no invariant violated"
+        print(f"{protocol:9} {r['partitions']} scenarios, {r['steps']} steps: {found}")
+        for e in r["examples"]:
+            print(f"          {e['invariant']} at step {e['step']} of scenario {e['partition']}: "
+                  f"replemu run {e['scenario_file']} --protocol {protocol}")
+    return EXIT_OK
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
+    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+
+    if args.protocol in QUORUM_VARIANT_NAMES:
+        problem = output_problem(args.out, "--out")
+        if problem:
+            return fail(f"replemu: error: {problem}")
+        return _cmd_campaign_quorum(args, [args.protocol])
+    if getattr(args, "quorum_knobs", None):
+        return fail(f"replemu: error: --knob {next(iter(args.quorum_knobs))} is a metadata-quorum knob; "
+                    f"--protocol {args.protocol} is a partition protocol")
     profiles = load_profiles()
     if args.profile not in profiles:
         return fail(f"replemu: error: unknown profile {args.profile[:80]!r} (known: {', '.join(profiles)})")
