@@ -24,8 +24,8 @@ from typing import Any
 from .bounds import MAX_REPLICAS, short_repr
 from .quorum import Quorum
 from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
-from .quorum_state import ControlType, QuorumRecord, Server
-from .quorum_steps import QuorumStep, describe_quorum_step, parse_quorum_step
+from .quorum_state import ControlType, QuorumRecord, QuorumRole, Server
+from .quorum_steps import QuorumStep, describe_quorum_step, parse_quorum_step, quorum_step_to_dict
 from .quorum_variants import QUORUM_KNOBS, QUORUM_VARIANT_NAMES, QuorumVariant, quorum_variant_named
 from .scenario import NAME_PATTERN, ScenarioError, StepRefused
 from .steps import StepError, is_int
@@ -150,6 +150,21 @@ def _parse_expect(source: str, raw: Any, servers: tuple[int, ...]) -> dict[str, 
     return out
 
 
+def quorum_scenario_document(s: QuorumScenario, description: str | None = None,
+                             expect: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A quorum scenario in the file's shape (``parse_quorum_scenario`` reads it back)."""
+    doc: dict[str, Any] = {"name": s.name, "description": s.description if description is None else description,
+                           "voters": list(s.voters)}
+    if s.observers:
+        doc["observers"] = list(s.observers)
+    if s.knobs:
+        doc["knobs"] = dict(sorted(s.knobs.items()))
+    doc["steps"] = [quorum_step_to_dict(step) for step in s.steps]
+    if expect:
+        doc["expect"] = expect
+    return doc
+
+
 # -- the result --------------------------------------------------------------------------------
 
 
@@ -162,7 +177,9 @@ def record_cell(r: QuorumRecord) -> str:
     return r.control.value
 
 
-def server_snapshot(s: Server, with_log: bool = True) -> dict[str, Any]:
+def server_snapshot(s: Server, with_log: bool = True, with_control: bool = False) -> dict[str, Any]:
+    """A server in the result's ``final.servers`` shape; ``with_control`` adds ``control`` (the
+    offsets of its log's control records: LeaderChange, VotersRecord), as ``--trace`` rows have it."""
     out: dict[str, Any] = {
         "role": s.role.value, "alive": s.alive, "voter": s.is_voter(), "epoch": s.epoch, "leader": s.leader,
         "voted_for": None if s.voted_key is None else s.voted_key[0], "leo": s.leo, "hw": s.hw,
@@ -170,13 +187,15 @@ def server_snapshot(s: Server, with_log: bool = True) -> dict[str, Any]:
     }
     if with_log:
         out["log"] = [[offset, r.epoch, record_cell(r)] for offset, r in enumerate(s.log)]
+        if with_control:
+            out["control"] = [offset for offset, r in enumerate(s.log) if r.control is not ControlType.DATA]
     return out
 
 
-def quorum_snapshot(q: Quorum, with_logs: bool = True) -> dict[str, Any]:
+def quorum_snapshot(q: Quorum, with_logs: bool = True, with_control: bool = False) -> dict[str, Any]:
     leaders = sorted(q.leaders(), key=lambda s: (s.epoch, s.id))  # a deposed leader may not know it yet: the newest epoch
     return {"leader": leaders[-1].id if leaders else None,
-            "servers": {str(sid): server_snapshot(s, with_logs) for sid, s in sorted(q.servers.items())}}
+            "servers": {str(sid): server_snapshot(s, with_logs, with_control) for sid, s in sorted(q.servers.items())}}
 
 
 def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = False,
@@ -205,7 +224,7 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
                 fresh.append({"invariant": name, "step": number, "detail": detail})
         violations += fresh
         if trace:
-            rows.append({"step": number, "description": describe_quorum_step(step), "state": quorum_snapshot(q, with_logs=False),
+            rows.append({"step": number, "description": describe_quorum_step(step), "state": quorum_snapshot(q, with_logs=True, with_control=True),
                          "outcome": {"errors": [{"step": number, **e} for e in outcome.errors], "events": outcome.events,
                                      "violations": fresh}})
     overrides = {k: v for k, v in variant.knobs().items() if getattr(quorum_variant_named(protocol), k) != v}
@@ -216,3 +235,81 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
     if trace:
         result["trace"] = rows
     return result
+
+
+# -- reading a result back (the dashboard's input) -----------------------------------------------
+
+_ROLES = tuple(r.value for r in QuorumRole)
+
+
+def _server_problem(where: str, s: Any, trace_row: bool) -> str | None:
+    if not isinstance(s, dict):
+        return f"{where} must be a map of fields"
+    for name in SERVER_FIELDS:
+        if name == "log" and trace_row and "log" not in s:
+            continue  # a trace written before its rows carried logs
+        if name not in s:
+            return f"{where}: missing {name}"
+    if s["role"] not in _ROLES:
+        return f"{where}.role must be one of {', '.join(_ROLES)}"
+    for name in ("epoch", "leo", "hw"):
+        if not is_int(s[name]):
+            return f"{where}.{name} must be an int"
+    for name in ("alive", "voter"):
+        if not isinstance(s[name], bool):
+            return f"{where}.{name} must be true or false"
+    for name in ("leader", "voted_for"):
+        if s[name] is not None and not is_int(s[name]):
+            return f"{where}.{name} must be a server id or null"
+    if not isinstance(s["voters"], list) or not all(is_int(v) for v in s["voters"]):
+        return f"{where}.voters must be a list of server ids"
+    log = s.get("log", [])
+    if not isinstance(log, list) or not all(isinstance(x, list) and len(x) == 3 and is_int(x[0]) and is_int(x[1])
+                                            and isinstance(x[2], str) for x in log):
+        return f"{where}.log: each record must be [offset, epoch, value]"
+    control = s.get("control", [])
+    if not isinstance(control, list) or not all(is_int(x) for x in control):
+        return f"{where}.control must be a list of offsets"
+    return None
+
+
+def quorum_result_problem(r: Any) -> str | None:
+    """What makes a decoded quorum result (``family: quorum``) unusable, or None: the fields a
+    reader of the result document (docs/quorum.md) relies on, its trace's rows included."""
+    if not isinstance(r, dict) or r.get("family") != "quorum":
+        return "not a metadata-quorum result (family: quorum)"
+    if not isinstance(r.get("scenario"), str) or not isinstance(r.get("protocol"), str):
+        return "scenario and protocol must be strings"
+    if not is_int(r.get("steps")):
+        return "steps must be an int"
+    final = r.get("final")
+    if not isinstance(final, dict) or not isinstance(final.get("servers"), dict) or not final["servers"]:
+        return "final.servers must be a map of server id to server"
+    if any(not str(sid).isdigit() for sid in final["servers"]):
+        return "final.servers: keys must be server ids"
+    for sid, s in final["servers"].items():
+        problem = _server_problem(f"final.servers.{sid}", s, trace_row=False)
+        if problem:
+            return problem
+    for key in ("violations", "errors"):
+        if not isinstance(r.get(key), list) or not all(isinstance(x, dict) and is_int(x.get("step")) for x in r[key]):
+            return f"{key} must be a list of maps with a step"
+    if not all(isinstance(v.get("invariant"), str) for v in r["violations"]):
+        return "violations: each must name its invariant"
+    trace = r.get("trace")
+    if trace is None:
+        return None
+    if not isinstance(trace, list):
+        return "trace must be a list of steps"
+    for number, row in enumerate(trace, 1):
+        where = f"trace[{number}]"
+        if not isinstance(row, dict) or not is_int(row.get("step")) or not isinstance(row.get("state"), dict):
+            return f"{where} must have step and state"
+        servers = row["state"].get("servers")
+        if not isinstance(servers, dict) or sorted(servers) != sorted(final["servers"]):
+            return f"{where}.state.servers must name the servers of final.servers"
+        for sid, s in servers.items():
+            problem = _server_problem(f"{where}.state.servers.{sid}", s, trace_row=True)
+            if problem:
+                return problem
+    return None

@@ -184,6 +184,18 @@ def parse_quorum_step(kind: Any, args: Any, servers: tuple[int, ...]) -> QuorumS
     return step
 
 
+def quorum_step_to_dict(step: QuorumStep) -> dict[str, Any]:
+    """The step in the scenario file's shape, ``{type: {arg: value, ...}}`` (defaults omitted):
+    ``parse_quorum_step`` reads it back to the same step."""
+    args: dict[str, Any] = {}
+    for arg in QUORUM_STEP_TABLE[step.kind].args:
+        value = getattr(step, arg.name)
+        if value is None or value == arg.default:
+            continue
+        args[arg.name] = value.value if isinstance(value, CrashMode) else value
+    return {step.kind.value: args}
+
+
 def describe_quorum_step(step: QuorumStep) -> str:
     """A short human form, e.g. ``deliver(1, 2)`` or ``append(a)``."""
     parts = [str(getattr(step, a.name)) for a in QUORUM_STEP_TABLE[step.kind].args

@@ -210,7 +210,169 @@ def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str
     return replace(scenario, steps=tuple(steps))
 
 
+# -- shrinking a metadata-quorum scenario (docs/quorum.md "Campaigns and shrinking") ------------------
+
+def quorum_breaks(scenario, protocol: str, invariant: str) -> bool:
+    """Whether ``scenario`` breaks ``invariant`` under the quorum preset ``protocol``; a step the
+    protocol cannot take (``StepRefused``) makes a candidate fail, so shrinking keeps only steps
+    the protocol takes."""
+    from emulator.quorum_run import run_quorum_scenario
+    from emulator.scenario import StepRefused
+
+    try:
+        result = run_quorum_scenario(scenario, protocol)
+    except StepRefused:
+        return False
+    return any(v["invariant"] == invariant for v in result["violations"])
+
+
+def _quorum_simplifications(step) -> list:
+    """Simpler forms of a quorum step: each optional argument dropped (a fetch to the known leader,
+    no record limit, the admin request to the leader, a process crash instead of a power loss)."""
+    from emulator.quorum_steps import QUORUM_STEP_TABLE, quorum_step_to_dict
+
+    (kind, args), = quorum_step_to_dict(step).items()
+    optional = [a.name for a in QUORUM_STEP_TABLE[step.kind].args if not a.required]
+    return [{kind: {k: v for k, v in args.items() if k != key}} for key in optional if key in args]
+
+
+def shrink_quorum(scenario, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None):
+    """The smallest quorum scenario found that still breaks ``invariant`` under ``protocol``: ddmin
+    over the steps, then single-step removal and argument simplification to a fixpoint (as
+    ``shrink``), every candidate replayed from the start and refused candidates dropped."""
+    from emulator.quorum_steps import parse_quorum_step
+
+    if not quorum_breaks(scenario, protocol, invariant):
+        raise ValueError(f"{scenario.source} does not break {invariant} under {protocol}")
+    test = lambda steps: bool(steps) and quorum_breaks(replace(scenario, steps=tuple(steps)), protocol, invariant)  # noqa: E731
+    steps = ddmin(list(scenario.steps), test)
+    log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(steps)):
+            candidate = steps[:i] + steps[i + 1:]
+            if test(candidate):
+                steps, changed = candidate, True
+                break
+        if changed:
+            continue
+        for i, step in enumerate(steps):
+            for simpler in _quorum_simplifications(step):
+                (kind, args), = simpler.items()
+                candidate = steps[:i] + [parse_quorum_step(kind, args, scenario.servers)] + steps[i + 1:]
+                if test(candidate):
+                    steps, changed = candidate, True
+                    break
+            if changed:
+                break
+    log(f"simplified: {len(steps)} steps")
+    return replace(scenario, steps=tuple(steps))
+
+
+def _cmd_shrink_quorum(args: argparse.Namespace, scenario) -> int:
+    """``replemu shrink FILE --protocol kraft853 --invariant NAME [--knob ...]`` of a quorum scenario."""
+    from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
+    from emulator.quorum_run import quorum_scenario_document, run_quorum_scenario
+    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+
+    if args.protocol not in QUORUM_VARIANT_NAMES:
+        return fail(f"replemu: error: {scenario.source} is a metadata-quorum scenario; --protocol {args.protocol} is a "
+                    f"partition protocol (quorum protocols: {', '.join(QUORUM_VARIANT_NAMES)})")
+    if args.invariant not in QUORUM_INVARIANT_NAMES:
+        return fail(f"replemu: error: unknown quorum invariant {args.invariant!r} (known: {', '.join(QUORUM_INVARIANT_NAMES)})")
+    if args.knobs:
+        return fail(f"replemu: error: --knob {next(iter(args.knobs))} is a partition knob; {scenario.source} is a "
+                    "metadata-quorum scenario (its knobs: docs/quorum.md)")
+    target = Path(args.out or Path(args.file).with_name(f"{Path(args.file).stem}-shrunk.yaml"))
+    if args.quorum_knobs:  # the shrunk file carries them, so it replays with plain `replemu run --check`
+        scenario = replace(scenario, knobs={**scenario.knobs, **args.quorum_knobs})
+    try:
+        small = shrink_quorum(scenario, args.protocol, args.invariant, log=lambda m: print(m, file=sys.stderr))
+    except ValueError as exc:
+        return fail(f"replemu: error: {exc}")
+    found = sorted({v["invariant"] for v in run_quorum_scenario(small, args.protocol)["violations"]})
+    doc = quorum_scenario_document(
+        small, f"{args.invariant} under {args.protocol}, shrunk from {scenario.source} ({len(scenario.steps)} steps)",
+        expect={args.protocol: {"violations": found}})
+    doc["name"] = f"{scenario.name}-shrunk"
+    write_scenario(doc, target)
+    print(f"{len(scenario.steps)} -> {len(small.steps)} steps; wrote {target}; replay: replemu run {target} --protocol {args.protocol}")
+    return EXIT_OK
+
+
+# -- campaigns of the metadata quorum (docs/quorum.md "Campaigns and shrinking") ----------------------
+
+QUORUM_PROFILE = "quorum"  # the one walk a quorum campaign draws from (emulator.quorum_workload)
+
+
+def run_quorum_campaign(seed: int, partitions: int, protocols: list[str], out_dir: str | Path,
+                        knobs: dict[str, Any] | None = None, progress: bool | None = None) -> dict[str, Any]:
+    """``partitions`` seeded random quorum scenarios per preset, each judged by ``QuorumChecker``
+    (``run_quorum_scenario``); the report has the partition campaign's shape and its first findings
+    are written as quorum scenario files (with the knobs) that ``replemu run`` replays to them."""
+    from emulator.quorum_run import parse_quorum_scenario, run_quorum_scenario
+    from emulator.quorum_workload import generate_quorum_scenario
+
+    out = Path(out_dir)
+    report: dict[str, Any] = {"seed": seed, "profile": QUORUM_PROFILE, "protocols": {}}
+    if knobs:
+        report["knobs"] = dict(sorted(knobs.items()))
+    for protocol in protocols:
+        bar = Progress(partitions, f"{protocol:9}", enabled=progress)
+        docs: dict[int, dict] = {}
+
+        def results(protocol=protocol, bar=bar, docs=docs):
+            for k in range(partitions):
+                doc = generate_quorum_scenario(seed, k, protocol, knobs)
+                docs[k] = doc
+                scenario = parse_quorum_scenario(doc, source=f"quorum campaign {seed}/{protocol}/{k}")
+                bar.step()
+                yield k, run_quorum_scenario(scenario, protocol)
+
+        r = tally(results(), protocol, docs.__getitem__, out, seed, f"{QUORUM_PROFILE}-{protocol}")
+        report["protocols"][protocol] = r
+    return report
+
+
+def _cmd_campaign_quorum(args: argparse.Namespace, protocols: list[str]) -> int:
+    if args.profile != QUORUM_PROFILE:
+        return fail(f"replemu: error: --protocol {args.protocol} is a metadata-quorum protocol: its campaign draws from "
+                    f"--profile {QUORUM_PROFILE} (the partition profiles do not apply), got {args.profile[:80]!r}")
+    if args.knobs:
+        return fail(f"replemu: error: --knob {next(iter(args.knobs))} is a partition knob; --protocol {args.protocol} is a "
+                    "metadata-quorum protocol (its knobs: docs/quorum.md)")
+    knobs = getattr(args, "quorum_knobs", None) or {}
+    header = [f"  knobs {', '.join(f'{k}={v}' for k, v in sorted(knobs.items()))} (over each preset)"] * bool(knobs) + [
+        f"campaign seed {args.seed}  profile {QUORUM_PROFILE} (random walks over the quorum's steps)",
+        f"  scenarios {args.partitions}  protocols {','.join(protocols)}  engine local (the quorum core in this process)",
+        f"  per scenario k: stream replemu-quorum/{args.seed}/k (voters, length, every step); refused steps drawn again",
+    ]
+    print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
+    report = run_quorum_campaign(args.seed, args.partitions, protocols, args.out, knobs=knobs)
+    if args.json:
+        print(dumps(report))
+        return EXIT_OK
+    for protocol, r in report["protocols"].items():
+        found = ", ".join(f"{k} {v}" for k, v in r["violations"].items()) or "no invariant violated"
+        print(f"{protocol:9} {r['partitions']} scenarios, {r['steps']} steps: {found}")
+        for e in r["examples"]:
+            print(f"          {e['invariant']} at step {e['step']} of scenario {e['partition']}: "
+                  f"replemu run {e['scenario_file']} --protocol {protocol}")
+    return EXIT_OK
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
+    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+
+    if args.protocol in QUORUM_VARIANT_NAMES:
+        problem = output_problem(args.out, "--out")
+        if problem:
+            return fail(f"replemu: error: {problem}")
+        return _cmd_campaign_quorum(args, [args.protocol])
+    if getattr(args, "quorum_knobs", None):
+        return fail(f"replemu: error: --knob {next(iter(args.quorum_knobs))} is a metadata-quorum knob; "
+                    f"--protocol {args.protocol} is a partition protocol")
     profiles = load_profiles()
     if args.profile not in profiles:
         return fail(f"replemu: error: unknown profile {args.profile[:80]!r} (known: {', '.join(profiles)})")
@@ -234,6 +396,25 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 
 def cmd_shrink(args: argparse.Namespace) -> int:
+    from emulator.quorum_run import QuorumScenario
+    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+    from scenario_io.yaml_files import load_any_scenario
+
+    if args.file is not None and args.from_campaign is None:
+        problem = output_problem(args.out, "--out", file=True) if args.out else None
+        if problem:
+            return fail(f"replemu: error: {problem}")
+        try:
+            loaded = load_any_scenario(args.file)
+        except ScenarioError as exc:
+            return fail(f"replemu: invalid scenario: {exc}")
+        if isinstance(loaded, QuorumScenario):
+            return _cmd_shrink_quorum(args, loaded)
+    if args.protocol in QUORUM_VARIANT_NAMES:
+        return fail(f"replemu: error: --protocol {args.protocol} is a metadata-quorum protocol; shrink it with a quorum "
+                    "scenario FILE (a file that names voters)")
+    if getattr(args, "quorum_knobs", None):
+        return fail(f"replemu: error: --knob {next(iter(args.quorum_knobs))} is a metadata-quorum knob; give a quorum scenario FILE")
     if args.invariant not in INVARIANT_NAMES:
         return fail(f"replemu: error: unknown invariant {args.invariant!r} (known: {', '.join(INVARIANT_NAMES)})")
     if (args.file is None) == (args.from_campaign is None):

@@ -166,10 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
 
     camp = sub.add_parser("campaign", help="run a seeded fault-injection campaign over generated partitions")
-    camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",))
+    camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES,
+                      help="a partition protocol, all, or a metadata-quorum one (kraft595, kraft853, kraft996: --profile quorum)")
     camp.add_argument("--partitions", type=_partitions, required=True, metavar="N")
     camp.add_argument("--seed", type=_seed, required=True, metavar="S")
-    camp.add_argument("--profile", required=True, help="a profile of conf/workloads.yaml: clean, hard, unclean, kraft")
+    camp.add_argument("--profile", required=True, help="a profile of conf/workloads.yaml: clean, hard, unclean, kraft; "
+                      "quorum for a metadata-quorum protocol")
     camp.add_argument("--engine", choices=("spark", "local"), default="spark", help="spark (default) or the core alone")
     camp.add_argument("--out", default="out/campaigns", metavar="DIR", help="where example scenario files go")
     camp.add_argument("--json", action="store_true")
@@ -178,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     shr = sub.add_parser("shrink", help="minimise a scenario that breaks an invariant")
     shr.add_argument("file", nargs="?", metavar="FILE")
     shr.add_argument("--from-campaign", metavar="SEED/PROFILE/PARTITION", help="shrink a generated partition")
-    shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES)
+    shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES,
+                     help="a partition protocol, or a metadata-quorum one (kraft595, kraft853, kraft996) for a quorum FILE")
     shr.add_argument("--invariant", required=True)
     shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input / out/shrunk)")
     _add_knob(shr)

@@ -111,13 +111,93 @@ def log_ops_from_trace(trace: list[dict]) -> list[list]:
 
 def logs_at(ops: list[list], step: int, replicas: list[str] | None = None) -> dict[str, list[list]]:
     """Every replica's log (``[[offset, epoch, value], ...]``) after step ``step``: the ``log``
-    operations up to it replayed (the page's script does the same)."""
+    operations up to it replayed (the page's script does the same; a quorum append's seventh
+    element, its control flag, is not part of the record)."""
     from itertools import takewhile
 
     from streaming.results import replay_logs
 
     upto = takewhile(lambda o: o[0] <= step, ops)  # ops are in step order
-    return replay_logs(((replica, op, offset, epoch, value) for _, replica, op, offset, epoch, value in upto), replicas or [])[0]
+    return replay_logs(((o[1], o[2], o[3], o[4], o[5]) for o in upto), replicas or [])[0]
+
+
+# -- metadata-quorum results (``family: quorum``, docs/quorum.md) -----------------------------------
+
+def quorum_role(s: dict[str, Any]) -> str:
+    """A server's role as the views show it: Kafka's epoch state, with an unattached server that
+    voted shown as ``voted``, a non-voter that is not leading, resigned or campaigning as
+    ``observer``, and a server that is down as ``stopped``."""
+    if not s["alive"]:
+        return "stopped"
+    role = s["role"]
+    if role == "unattached" and s.get("voted_for") is not None:
+        return "voted"
+    if not s["voter"] and role in ("unattached", "follower"):
+        return "observer"
+    return role
+
+
+def quorum_timeline(trace: list[dict]) -> dict[str, Any]:
+    """The views' per-step timeline of a quorum ``--trace``, in the partition timeline's shape
+    (``steps``, ``events``, ``leader``, ``epoch``; per server ``leo``, ``hw``, ``epoch``, ``role``,
+    ``alive``) plus the quorum's own: ``voters`` (the voter set as the newest leader's log has it;
+    without a leader, the previous step's) and, per server, ``voters`` and ``voter``."""
+    servers = sorted(trace[0]["state"]["servers"], key=int) if trace else []
+    tl: dict[str, Any] = {"family": "quorum", "steps": [], "events": [], "leader": [], "epoch": [], "voters": [],
+                          "replicas": {s: {"leo": [], "hw": [], "epoch": [], "role": [], "alive": [], "voters": [], "voter": []}
+                                       for s in servers}}
+    for t in trace:
+        state = t["state"]
+        snap, leader = state["servers"], state["leader"]
+        tl["steps"].append(t["step"])
+        tl["events"].append(t.get("description") or "")
+        tl["leader"].append(leader)
+        if leader is not None and str(leader) in snap:
+            tl["epoch"].append(snap[str(leader)]["epoch"])
+            tl["voters"].append(list(snap[str(leader)]["voters"]))
+        else:
+            tl["epoch"].append(max(s["epoch"] for s in snap.values()))
+            tl["voters"].append(tl["voters"][-1] if tl["voters"] else list(snap[servers[0]]["voters"]))
+        for sid in servers:
+            s, d = snap[sid], tl["replicas"][sid]
+            for k in ("leo", "hw", "epoch", "alive", "voter"):
+                d[k].append(s[k])
+            d["role"].append(quorum_role(s))
+            d["voters"].append(list(s["voters"]))
+    return tl
+
+
+def quorum_log_ops(trace: list[dict]) -> list[list]:
+    """The log changes of a quorum ``--trace`` (each row's whole logs) as the views' log operations:
+    ``[step, server, "append"|"truncate", offset, epoch, value]``, an append of a control record
+    (LeaderChange, VotersRecord) with a seventh element, 1."""
+    ops: list[list] = []
+    before: dict[str, list] = {}
+    for t in trace:
+        servers = t["state"]["servers"]
+        for sid in sorted(servers, key=int):
+            if "log" not in servers[sid]:
+                continue
+            old, new = before.get(sid, []), servers[sid]["log"]
+            control = set(servers[sid].get("control") or ())
+            same = 0
+            while same < min(len(old), len(new)) and list(old[same]) == list(new[same]):
+                same += 1
+            if same < len(old):
+                ops.append([t["step"], int(sid), "truncate", same, None, None])
+            for o, e, v in new[same:]:
+                ops.append([t["step"], int(sid), "append", int(o), int(e), v] + ([1] if o in control else []))
+            before[sid] = new
+    return ops
+
+
+def _quorum_entry(r: dict[str, Any]) -> dict[str, Any]:
+    trace = r.get("trace")
+    has_logs = bool(trace) and all("log" in s for s in trace[0]["state"]["servers"].values())
+    return {"key": r["scenario"], "topic": r["scenario"], "partition": 0, "scenario": r["scenario"], "family": "quorum",
+            "steps": r["steps"], "timeline": quorum_timeline(trace) if trace else None,
+            "log": quorum_log_ops(trace) if has_logs else None, "violations": r["violations"], "losses": [],
+            "errors": r["errors"], "final": r["final"], "knobs": r.get("knobs")}
 
 
 def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:
@@ -128,36 +208,71 @@ def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:
             "first": {name: min(v["step"] for v in entry["violations"] if v["invariant"] == name) for name in violated}}
 
 
+def _quorum_results(data: Any, source: str) -> list[dict[str, Any]] | None:
+    """The results of a ``replemu run --json`` document of metadata-quorum scenarios, None when it
+    holds none (a partition document); a damaged quorum result is a ``DashboardError`` naming it."""
+    from emulator.quorum_run import quorum_result_problem
+
+    results = data if isinstance(data, list) else [data]
+    if not results or not any(isinstance(r, dict) and r.get("family") == "quorum" for r in results):
+        return None
+    for number, r in enumerate(results, start=1):
+        problem = quorum_result_problem(r)
+        if problem:
+            where = f"{source}: result {number}" if len(results) > 1 else source
+            raise DashboardError(f"{where}: {problem}")
+    return results
+
+
+def _knobs_note(knobs: Any) -> str:
+    """`` (knob=value, ...)`` of a result run with knobs off its preset (a quorum result lists only those)."""
+    if not isinstance(knobs, dict) or not knobs or len(knobs) > 4:
+        return ""
+    return " (" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(knobs.items())) + ")"
+
+
 def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
+    from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
+
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise DashboardError(f"{path}: not a replemu result JSON file ({exc})") from None
-    try:
-        results = check_result_document(data, str(path))
-    except ResultFormatError as exc:
-        raise DashboardError(str(exc)) from None
+    quorum = _quorum_results(data, str(path))
+    if quorum is None:
+        try:
+            results = check_result_document(data, str(path))
+        except ResultFormatError as exc:
+            raise DashboardError(str(exc)) from None
+    else:
+        results = quorum
+    family = "partition" if quorum is None else "quorum"
+    names = list(INVARIANT_NAMES) if quorum is None else list(QUORUM_INVARIANT_NAMES)
     runs: dict[str, dict] = {}
     for r in results:
         run = runs.setdefault(r["protocol"], {
-            "id": f"f{index}-{r['protocol']}", "name": f"{path.name} {r['protocol']}", "protocol": r["protocol"],
+            "id": f"f{index}-{r['protocol']}", "name": f"{path.name} {r['protocol']}{_knobs_note(r.get('knobs'))}",
+            "protocol": r["protocol"], "family": family, "invariants": names,
             "source": str(path), "partitions": [], "batches": [], "docs_index": None, "quarantined": 0})
-        trace = r.get("trace")
-        entry = {"key": r["scenario"], "topic": r["scenario"], "partition": 0, "scenario": r["scenario"], "steps": r["steps"],
-                 "timeline": _timeline_from_trace(trace) if trace else None, "log": log_ops_from_trace(trace) if trace else None,
-                 "violations": r["violations"], "losses": r["losses"], "errors": r["errors"], "final": r["final"]}
+        if quorum is not None:
+            entry = _quorum_entry(r)
+        else:
+            trace = r.get("trace")
+            entry = {"key": r["scenario"], "topic": r["scenario"], "partition": 0, "scenario": r["scenario"], "steps": r["steps"],
+                     "timeline": _timeline_from_trace(trace) if trace else None, "log": log_ops_from_trace(trace) if trace else None,
+                     "violations": r["violations"], "losses": r["losses"], "errors": r["errors"], "final": r["final"]}
         entry.update(_summary_of(entry))
         run["partitions"].append(entry)
     out = list(runs.values())
     for run in out:
-        run["matrix"] = _matrix_from_entries(run["partitions"])
+        run["matrix"] = _matrix_from_entries(run["partitions"], names)
         run["counts"] = _status_counts(run["partitions"])
     return out
 
 
-def _matrix_from_entries(entries: list[dict]) -> dict[str, Any]:
+def _matrix_from_entries(entries: list[dict], names: list[str] | tuple[str, ...] = INVARIANT_NAMES) -> dict[str, Any]:
     matrix: dict[str, Any] = {}
-    for name in INVARIANT_NAMES:
+    for name in names:
         hit = [(e["first"][name], e["key"]) for e in entries if name in e["first"]]
         if hit:
             step, key = min(hit)

@@ -20,6 +20,13 @@ const svgEl = (tag, attrs, text) => { const e = document.createElementNS("http:/
 const title = (node, text) => { const t = svgEl("title", {}, text); node.append(t); return node; };
 const fmtInt = n => (n === null || n === undefined) ? "-" : Number(n).toLocaleString("en");
 const epochColor = e => (e === null || e === undefined || e < 0) ? "#999" : EPOCH_COLORS[e % EPOCH_COLORS.length];
+const ROLE_COLORS = {leader: "#e0a800", follower: "#8fd18f", candidate: "#f28e2b", prospective: "#ffd2a6", voted: "#c9a0dc",
+                     unattached: "#e2e2e2", resigned: "#9c755f", observer: "#a6cee3", stopped: "#555", down: "#555", none: "#e2e2e2"};
+const ROLE_ABBR = {leader: "L", follower: "F", candidate: "C", prospective: "P", voted: "V", unattached: "U", resigned: "R",
+                   observer: "O", stopped: "x", down: "x", none: "-"};
+const isQuorum = d => !!(d && ((d.timeline && d.timeline.family === "quorum") || d.family === "quorum"));
+const unitOf = d => isQuorum(d) ? "server" : "replica";
+const roleAt = (rep, i) => rep.alive[i] ? rep.role[i] : (rep.role[i] === "stopped" ? "stopped" : "down");  // a replica down: its role greyed out
 const darkText = e => [4, 5, 7, 9].includes(((e % EPOCH_COLORS.length) + EPOCH_COLORS.length) % EPOCH_COLORS.length);
 
 // -- state ------------------------------------------------------------------------------------
@@ -121,7 +128,7 @@ function drawJob() {
   let text = `${r.name}: `;
   if (!bs.length && SERVED) text += "waiting for the first micro-batch. ";
   else if (bs.length) text += `${bs.length} micro-batches (last: batch ${last.batch_id}${last.timestamp ? " at " + last.timestamp : ""}${last.input_rows !== null && last.input_rows !== undefined ? `, ${fmtInt(last.input_rows)} rows` : ""}${last.duration_s ? `, ${last.duration_s.toFixed(2)} s` : ""}). `;
-  text += `${fmtInt(r.partitions.length)} partitions, ${fmtInt(errs)} error answers, ${fmtInt(r.quarantined || 0)} quarantined rows.`;
+  text += `${fmtInt(r.partitions.length)} ${r.family === "quorum" ? "quorum scenarios" : "partitions"}, ${fmtInt(errs)} error answers, ${fmtInt(r.quarantined || 0)} quarantined rows.`;
   summary.append(el("p", {id: "job-line"}, text));
   if (bs.length) {
     const marks = bs.filter(b => Object.keys(b.violations || {}).length).map(b => b.batch_id);
@@ -154,7 +161,8 @@ function drawJob() {
 
 function drawMatrix() {
   const box = $("matrix"); box.innerHTML = "";
-  const names = INVARIANTS;
+  const own = r => r.invariants || INVARIANTS;   // a run of quorum results judges the quorum's invariants
+  const names = [...new Set(S.runs.length ? S.runs.flatMap(own) : INVARIANTS)];
   const t = el("table"), head = el("tr"); head.append(el("th", {}, "run"));
   names.forEach(n => head.append(el("th", {}, n))); t.append(head);
   const protocols = S.runs.map(r => r.protocol);
@@ -162,6 +170,7 @@ function drawMatrix() {
   S.runs.forEach(r => {
     const tr = el("tr"); tr.append(el("th", {title: r.name}, unique && r.protocol ? r.protocol : r.name));
     names.forEach(n => {
+      if (!own(r).includes(n)) { tr.append(el("td", {class: "na", title: `${n} is not an invariant of this run's family`}, "\u00B7")); return; }
       const m = (r.matrix || {})[n], c = m ? m.partitions : 0;
       const td = el("td", {class: c || (m && m.first) ? "bad" : "zero", "data-run": r.id, "data-invariant": n});
       if (m && m.first) {
@@ -230,10 +239,10 @@ function drawValidations() {
 // -- one partition: replaying the log ------------------------------------------------------------
 function logsAt(ops, step) {
   const logs = {};
-  for (const [seq, replica, op, offset, epoch, value] of ops) {
+  for (const [seq, replica, op, offset, epoch, value, control] of ops) {
     if (seq > step) break;
     const log = logs[replica] || (logs[replica] = []);
-    if (op === "append") { if (log.length > offset) log.length = offset; log.push([offset, epoch, value]); }
+    if (op === "append") { if (log.length > offset) log.length = offset; log.push(control ? [offset, epoch, value, 1] : [offset, epoch, value]); }
     else if (op === "truncate") { if (log.length > offset) log.length = offset; }
   }
   return logs;
@@ -262,27 +271,32 @@ function drawStepEvent(d, i) {
   const tl = d.timeline, step = tl.steps[i];
   const line = el("div");
   line.append(`Step ${step} (${i + 1} of ${tl.steps.length}): `, el("span", {class: "ev"}, String(tl.events[i])));
-  line.append(`  · leader ${tl.leader[i] === null ? "none" : "r" + tl.leader[i]}, controller epoch ${tl.epoch[i]}`);
+  const u = unitOf(d) === "server" ? "s" : "r";
+  line.append(`  · leader ${tl.leader[i] === null ? "none" : u + tl.leader[i]}, ${isQuorum(d) ? "epoch" : "controller epoch"} ${tl.epoch[i]}`);
+  if (tl.voters) line.append(`, voters [${(tl.voters[i] || []).join(", ")}]${i > 0 && JSON.stringify(tl.voters[i]) !== JSON.stringify(tl.voters[i - 1]) ? " (changed at this step)" : ""}`);
   box.append(line);
+  const first = (d.violations || []).reduce((m, v) => (m === null || v.step < m ? v.step : m), null);
+  box.classList.toggle("violation", first !== null && step === first);
   const f = findingsAt(d, step);
   if (d.log) {
     const before = i > 0 ? logsAt(d.log, tl.steps[i - 1]) : {}, now = logsAt(d.log, step);
     Object.keys(tl.replicas).forEach(r => {
       const a = before[r] || [], b = now[r] || [];
       const gone = a.filter((rec, k) => !sameRecord(b[k], rec));
-      if (gone.length) box.append(el("div", {class: "cut"}, `✂ replica ${r} truncated its log to offset ${gone[0][0]}: removed ${gone.map(x => `${x[2]} (offset ${x[0]}, epoch ${x[1]})`).join(", ")}`));
+      if (gone.length) box.append(el("div", {class: "cut"}, `✂ ${unitOf(d)} ${r} truncated its log to offset ${gone[0][0]}: removed ${gone.map(x => `${x[2]} (offset ${x[0]}, epoch ${x[1]})`).join(", ")}`));
     });
   }
   f.losses.forEach(l => box.append(el("div", {class: "lost"}, `✖ lost record ${l.value} at offset ${l.offset}${l.acked ? " (acked)" : ""}${l.allowed ? " (allowed: unclean election or power loss of the last ISR member)" : ""}`)));
-  f.violations.forEach(v => box.append(el("div", {class: "bad"}, `⚠ ${v.invariant}: ${v.detail || ""}`)));
-  if (f.errors.length) box.append(el("div", {}, `error answers: ${f.errors.map(e => e.error).join(", ")}`));
+  f.violations.forEach(v => box.append(el("div", {class: "bad"}, `⚠ ${v.invariant}${v.step === first ? " (the first violation)" : ""}: ${v.detail || ""}`)));
+  if (f.errors.length) box.append(el("div", {}, `error answers: ${f.errors.map(e => (e.api ? `${u}${e.server} ${e.api} ` : "") + e.error).join(", ")}`));
 }
 
 function drawLogPicture(d, i) {
   const box = $("logpic"); box.innerHTML = "";
   const tl = d.timeline;
-  if (!d.log) { box.append(el("p", {class: "note"}, "No log data for this partition (run `replemu run --json --trace` to include it).")); return; }
-  const step = tl.steps[i], ids = Object.keys(tl.replicas);
+  if (!d.log) { box.append(el("p", {class: "note"}, `No log data for this ${isQuorum(d) ? "scenario" : "partition"} (run \`replemu run --json --trace\` to include it).`)); return; }
+  const step = tl.steps[i], ids = Object.keys(tl.replicas), unit = unitOf(d), quorum = isQuorum(d);
+  const broken = (d.violations || []).filter(v => v.step === step).map(v => v.invariant);
   const now = logsAt(d.log, step), before = i > 0 ? logsAt(d.log, tl.steps[i - 1]) : {};
   const leader = tl.leader[i] === null || tl.leader[i] === undefined ? null : String(tl.leader[i]);
   const leaderLog = leader !== null ? (now[leader] || []) : null;
@@ -293,7 +307,8 @@ function drawLogPicture(d, i) {
   const W = PAD + (end - start) * CELL + 50, H = TOP + ids.length * ROWH + 6;
   const X = off => PAD + (off - start) * CELL;
   const labels = svgEl("svg", {width: LABELW, height: H, id: "logpic-labels"});
-  const svg = svgEl("svg", {width: W, height: H, id: "logpic-svg", role: "img", "data-step": step, "aria-label": `logs after step ${step}`});
+  const svg = svgEl("svg", {width: W, height: H, id: "logpic-svg", role: "img", "data-step": step, "aria-label": `logs after step ${step}`,
+                            ...(broken.length ? {"data-violation": broken.join(","), class: "violation"} : {})});
   const every = end - start > 60 ? 5 : 1;
   for (let o = start; o < end; o++) if (o % every === 0) svg.append(svgEl("text", {x: X(o) + BOX / 2, y: 14, "text-anchor": "middle", "font-size": 10, fill: "#666"}, String(o)));
   labels.append(svgEl("text", {x: LABELW - 6, y: 14, "font-size": 10, fill: "#666", "text-anchor": "end"}, "offset"));
@@ -305,25 +320,29 @@ function drawLogPicture(d, i) {
     g.append(svgEl("rect", {x: 0, y: y0, width: W, height: ROWH - 4, fill: band}));
     labels.append(svgEl("rect", {x: 0, y: y0, width: LABELW, height: ROWH - 4, fill: band}));
     if (isLeader) labels.append(svgEl("rect", {x: 0, y: y0, width: 5, height: ROWH - 4, fill: "#e0a800"}));
-    labels.append(svgEl("text", {x: 12, y: y0 + 22, "font-size": 14, "font-weight": isLeader ? "bold" : "normal", fill: alive ? "#111" : "#777", class: "replica-label", "data-replica": r},
-                        `replica ${r}${isLeader ? " ★ leader" : (alive ? (rep.role[i] === "follower" ? " follower" : "") : " ✖ down")}`));
+    const roleText = quorum ? (alive ? ` ${rep.role[i]}` : " ✖ stopped") : (alive ? (rep.role[i] === "follower" ? " follower" : "") : " ✖ down");
+    labels.append(svgEl("text", {x: 12, y: y0 + 22, "font-size": 14, "font-weight": isLeader ? "bold" : "normal", fill: alive ? "#111" : "#777", class: "replica-label", "data-replica": r, "data-role": alive ? rep.role[i] : "down"},
+                        `${unit} ${r}${isLeader ? " ★ leader" : roleText}`));
     labels.append(svgEl("text", {x: 12, y: y0 + 40, "font-size": 11, fill: "#555"}, `epoch ${rep.epoch[i]} · LEO ${rep.leo[i]} · HW ${rep.hw[i]}`));
+    if (rep.voters) labels.append(svgEl("text", {x: 12, y: y0 + 55, "font-size": 10, fill: "#7b3fa0"}, `voters [${(rep.voters[i] || []).join(",")}]${rep.voter && !rep.voter[i] ? " (not one)" : ""}`));
     const log = now[r] || [], prev = before[r] || [];
     log.forEach((rec, k2) => {
-      const [off, ep, val] = rec;
+      const [off, ep, val, control] = rec;
       if (off < start) return;
       epochs.add(ep);
       const isNew = !sameRecord(prev[k2], rec), replaced = isNew && prev[k2];
       const differs = leaderLog && r !== leader && leaderLog[k2] && !sameRecord(leaderLog[k2], rec);
       const x = X(off), y = y0 + 14;
-      const cell = svgEl("g", {class: "rec", "data-offset": off, "data-epoch": ep, "data-value": val});
-      cell.append(svgEl("rect", {x, y, width: BOX, height: BOX, rx: 3, fill: epochColor(ep), stroke: differs ? "#d00" : (isNew ? "#111" : "#fff"),
+      const cell = svgEl("g", {class: control ? "rec ctl" : "rec", "data-offset": off, "data-epoch": ep, "data-value": val, ...(control ? {"data-control": String(val).split("[")[0]} : {})});
+      cell.append(svgEl("rect", {x, y, width: BOX, height: BOX, rx: control ? 10 : 3, fill: epochColor(ep), stroke: differs ? "#d00" : (isNew ? "#111" : "#fff"),
                                  "stroke-width": differs || isNew ? 2.5 : 1, "stroke-dasharray": differs ? "4,2" : "none"}));
       const ink = darkText(ep) ? "#111" : "#fff";
-      cell.append(svgEl("text", {x: x + BOX / 2, y: y + 16, "text-anchor": "middle", "font-size": 11, "font-weight": "bold", fill: ink}, String(val).slice(0, 5)));
+      if (control) cell.append(svgEl("path", {d: `M${x + BOX - 11},${y} h11 v11 z`, fill: "#111"}));  // a control record's corner
+      cell.append(svgEl("text", {x: x + BOX / 2, y: y + 16, "text-anchor": "middle", "font-size": 11, "font-weight": "bold", fill: ink},
+                        control ? (String(val).startsWith("VotersRecord") ? "VS" : "LC") : String(val).slice(0, 5)));
       cell.append(svgEl("text", {x: x + BOX / 2, y: y + 29, "text-anchor": "middle", "font-size": 9, fill: ink}, `e${ep}`));
       if (replaced) cell.append(svgEl("text", {x: x + 1, y: y - 1, "font-size": 10, fill: "#8a4b00"}, "✂"));
-      title(cell, `replica ${r}, offset ${off}, epoch ${ep}, value ${val}${isNew ? (replaced ? ` (replaces ${prev[k2][2]} e${prev[k2][1]} at this step)` : " (appended at this step)") : ""}${differs ? `; differs from leader ${leader}'s ${leaderLog[k2][2]} e${leaderLog[k2][1]}` : ""}`);
+      title(cell, `${unit} ${r}, offset ${off}, epoch ${ep}, value ${val}${isNew ? (replaced ? ` (replaces ${prev[k2][2]} e${prev[k2][1]} at this step)` : " (appended at this step)") : ""}${differs ? `; differs from leader ${leader}'s ${leaderLog[k2][2]} e${leaderLog[k2][1]}` : ""}`);
       g.append(cell);
     });
     prev.forEach((rec, k2) => {   // truncated at this step: drawn once, as a ghost
@@ -333,7 +352,7 @@ function drawLogPicture(d, i) {
       ghost.append(svgEl("rect", {x, y, width: BOX, height: BOX, rx: 3, fill: "none", stroke: "#8a4b00", "stroke-width": 1.5, "stroke-dasharray": "3,3"}));
       ghost.append(svgEl("text", {x: x + BOX / 2, y: y + 16, "text-anchor": "middle", "font-size": 11, fill: "#8a4b00", "text-decoration": "line-through"}, String(rec[2]).slice(0, 5)));
       ghost.append(svgEl("text", {x: x + BOX / 2, y: y + 29, "text-anchor": "middle", "font-size": 9, fill: "#8a4b00"}, "✂ cut"));
-      title(ghost, `replica ${r} truncated ${rec[2]} (offset ${rec[0]}, epoch ${rec[1]}) at this step`);
+      title(ghost, `${unit} ${r} truncated ${rec[2]} (offset ${rec[0]}, epoch ${rec[1]}) at this step`);
       g.append(ghost);
     });
     const hw = rep.hw[i], leo = rep.leo[i];
@@ -352,8 +371,10 @@ function drawLogPicture(d, i) {
   const row = el("div", {class: "logpic-row"}), wrap = el("div", {class: "scroll", id: "logpic-scroll"});
   wrap.append(svg); row.append(labels, wrap); box.append(row);
   if (start > 0) box.append(el("p", {class: "note"}, `offsets 0 to ${start - 1} are not drawn (the last ${MAX_BOXES} offsets are)`));
+  if (broken.length) box.prepend(el("p", {class: "bad violation-note"}, `⚠ after this step: ${broken.join(", ")} broken`));
   const legend = el("p", {class: "legend"});
   [...epochs].sort((a, b) => a - b).forEach(e => { const s = el("span", {}, `■ epoch ${e}`); s.style.color = epochColor(e); legend.append(s); });
+  if (quorum) legend.append(el("span", {}, "◥ rounded: control record (LC LeaderChange, VS VotersRecord; hover for the voters)"));
   legend.append(el("span", {}, "blue bar: HW"), el("span", {}, "dashed bar: LEO"), el("span", {}, "★ leader"),
                 el("span", {}, "black outline: appended at this step"), el("span", {}, "red dashed: differs from the leader"), el("span", {}, "✂: truncated at this step"));
   box.append(legend);
@@ -365,37 +386,77 @@ function drawLogPicture(d, i) {
 function drawTimeline(d) {
   const box = $("timeline"); box.innerHTML = "";
   const tl = d.timeline;
-  if (!tl) { box.append(el("p", {class: "note"}, "No per-step data for this partition (run `replemu run --json --trace` to include it).")); return; }
-  const ids = Object.keys(tl.replicas), n = tl.steps.length;
+  if (!tl) { box.append(el("p", {class: "note"}, `No per-step data for this ${unitOf(d) === "server" ? "scenario" : "partition"} (run \`replemu run --json --trace\` to include it).`)); return; }
+  const ids = Object.keys(tl.replicas), n = tl.steps.length, unit = unitOf(d), quorum = isQuorum(d);
   let maxY = 1; ids.forEach(r => tl.replicas[r].leo.forEach(v => { if (v > maxY) maxY = v; }));
   (d.losses || []).forEach(l => { if (l.offset + 1 > maxY) maxY = l.offset + 1; });
   const dx = n <= 100 ? 40 : Math.max(6, Math.min(40, 6000 / n));
-  const W = Math.max(640, dx * n + 80), H = 320, L = 50, B = 40, T = 30;
-  const x = i => L + (n <= 1 ? 0 : i * (W - L - 20) / (n - 1)), y = v => H - B - v * (H - B - T) / maxY;
-  const svg = svgEl("svg", {width: W, height: H, role: "img", id: "timeline-svg"});
+  const CH = 320, L = 50, B = 40, T = 30, ROW = 18, STRIP = CH - B + 24;  // the chart, then one role row per replica
+  const W = Math.max(640, dx * n + 80), H = STRIP + ids.length * ROW + 8;
+  const x = i => L + (n <= 1 ? 0 : i * (W - L - 20) / (n - 1)), y = v => CH - B - v * (CH - B - T) / maxY;
+  const half = n <= 1 ? 10 : (W - L - 20) / (n - 1) / 2;
+  const svg = svgEl("svg", {width: W, height: H, role: "img", id: "timeline-svg", "data-family": quorum ? "quorum" : "partition"});
   for (let v = 0; v <= maxY; v += Math.max(1, Math.ceil(maxY / 8))) {
     svg.append(svgEl("line", {x1: L, x2: W - 10, y1: y(v), y2: y(v), stroke: "#eee"}));
     svg.append(svgEl("text", {x: L - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 11}, String(v)));
   }
   const labelEvery = Math.max(1, Math.ceil(30 / dx));
-  svg.append(svgEl("rect", {id: "tl-cursor", x: x(0) - Math.max(2, dx / 2), y: T - 10, width: Math.max(4, dx), height: H - B - T + 10, fill: "#ffe680", opacity: 0.6}));
+  svg.append(svgEl("rect", {id: "tl-cursor", x: x(0) - Math.max(2, dx / 2), y: T - 10, width: Math.max(4, dx), height: H - T + 6, fill: "#ffe680", opacity: 0.6}));
+  // violations: a red band at each step where an invariant first broke; the first one stands out
+  const vsteps = [...new Set((d.violations || []).map(v => v.step))].sort((a, b) => a - b);
+  vsteps.forEach((s, k) => {
+    const i = tl.steps.indexOf(s); if (i < 0) return;
+    const names = (d.violations || []).filter(v => v.step === s).map(v => v.invariant);
+    const mark = svgEl("g", {class: `violation-mark${k === 0 ? " first" : ""}`, "data-step": s, "data-invariants": names.join(","), ...(k === 0 ? {id: "first-violation"} : {})});
+    mark.append(svgEl("rect", {x: x(i) - Math.max(3, half), y: T - 10, width: Math.max(6, 2 * half), height: H - T + 6, fill: "#d00", opacity: k === 0 ? 0.28 : 0.15}));
+    mark.append(svgEl("text", {x: x(i), y: T + 4, "text-anchor": "middle", "font-size": 14, fill: "#b00", "font-weight": "bold"}, "\u26A0"));
+    svg.append(title(mark, `step ${s}: ${names.join(", ")} broken${k === 0 ? " (the first violation)" : ""}`));
+  });
   tl.steps.forEach((s, i) => {
     const changed = i === 0 || tl.leader[i] !== tl.leader[i - 1] || tl.epoch[i] !== tl.epoch[i - 1];
-    if (i % labelEvery === 0) svg.append(svgEl("text", {x: x(i), y: H - B + 14, "text-anchor": "middle", "font-size": 10}, String(s)));
+    if (i % labelEvery === 0) svg.append(svgEl("text", {x: x(i), y: CH - B + 14, "text-anchor": "middle", "font-size": 10}, String(s)));
     if (changed) {
-      svg.append(svgEl("line", {x1: x(i), x2: x(i), y1: T - 10, y2: H - B, stroke: "#999", "stroke-dasharray": "2,3"}));
+      svg.append(svgEl("line", {x1: x(i), x2: x(i), y1: T - 10, y2: CH - B, stroke: "#999", "stroke-dasharray": "2,3"}));
       svg.append(svgEl("text", {x: x(i) + 2, y: T - 14, "font-size": 10, fill: "#555"}, `e${tl.epoch[i]} L${tl.leader[i] === null ? "-" : tl.leader[i]}`));
     }
   });
+  if (tl.voters) {   // the quorum's voter set (as its leader's log has it): each change marked
+    tl.voters.forEach((v, i) => {
+      if (i > 0 && JSON.stringify(v) === JSON.stringify(tl.voters[i - 1])) return;
+      const g = svgEl("g", {class: "voters-mark", "data-step": tl.steps[i], "data-voters": (v || []).join(",")});
+      if (i > 0) g.append(svgEl("line", {x1: x(i), x2: x(i), y1: T - 4, y2: CH - B, stroke: "#7b3fa0", "stroke-width": 2, "stroke-dasharray": "6,3"}));
+      g.append(svgEl("text", {x: x(i) + 3, y: T - 2, "font-size": 10, fill: "#7b3fa0", "font-weight": "bold"}, `voters ${(v || []).join(",")}`));
+      svg.append(title(g, i > 0 ? `step ${tl.steps[i]}: the voter set becomes [${(v || []).join(", ")}]` : `voter set at the start: [${(v || []).join(", ")}]`));
+    });
+  }
   ids.forEach((r, k) => {
     const rep = tl.replicas[r], c = COLORS[k % COLORS.length];
     const path = key => rep[key].map((v, i) => `${i ? "L" : "M"}${x(i)},${y(v)}`).join(" ");
     svg.append(svgEl("path", {d: path("leo"), fill: "none", stroke: c, "stroke-width": 2}));
     svg.append(svgEl("path", {d: path("hw"), fill: "none", stroke: c, "stroke-width": 1.5, "stroke-dasharray": "5,3"}));
     rep.leo.forEach((v, i) => {
-      if (i > 0 && v < rep.leo[i - 1]) svg.append(title(svgEl("circle", {cx: x(i), cy: y(v), r: 6, fill: "none", stroke: "#d00", "stroke-width": 2}), `replica ${r} truncated ${rep.leo[i - 1]} -> ${v} at step ${tl.steps[i]}`));
+      if (i > 0 && v < rep.leo[i - 1]) svg.append(title(svgEl("circle", {cx: x(i), cy: y(v), r: 6, fill: "none", stroke: "#d00", "stroke-width": 2}), `${unit} ${r} truncated ${rep.leo[i - 1]} -> ${v} at step ${tl.steps[i]}`));
       if (!rep.alive[i]) svg.append(svgEl("rect", {x: x(i) - 3, y: y(v) - 3, width: 6, height: 6, fill: c, opacity: 0.4}));
     });
+    // the role strip: the replica's role and epoch over the steps, one segment per unchanged run
+    const y0 = STRIP + k * ROW, row = svgEl("g", {class: "role-row", "data-replica": r});
+    row.append(svgEl("text", {x: L - 6, y: y0 + 12, "text-anchor": "end", "font-size": 11, fill: c, "font-weight": "bold"}, `${unit === "server" ? "s" : "r"}${r}`));
+    let from = 0;
+    for (let i = 1; i <= n; i++) {
+      if (i < n && roleAt(rep, i) === roleAt(rep, from) && rep.epoch[i] === rep.epoch[from]) continue;
+      const role = roleAt(rep, from), x1 = x(from) - half, x2 = x(i - 1) + half;
+      const seg = svgEl("g", {class: "role-seg", "data-replica": r, "data-role": role, "data-epoch": rep.epoch[from], "data-from": tl.steps[from], "data-to": tl.steps[i - 1]});
+      seg.append(svgEl("rect", {x: x1, y: y0, width: Math.max(1, x2 - x1), height: ROW - 3, fill: ROLE_COLORS[role] || "#ccc", stroke: "#fff", "stroke-width": 0.5}));
+      if (x2 - x1 > 26) seg.append(svgEl("text", {x: x1 + 3, y: y0 + 11, "font-size": 9, fill: ["stopped", "down", "resigned"].includes(role) ? "#fff" : "#222"}, `${ROLE_ABBR[role] || role} e${rep.epoch[from]}`));
+      row.append(title(seg, `${unit} ${r}: ${role}, epoch ${rep.epoch[from]}, steps ${tl.steps[from]}\u2013${tl.steps[i - 1]}`));
+      from = i;
+    }
+    if (rep.voters) rep.voters.forEach((v, i) => {   // this server's own view of the voter set changes
+      if (i === 0 || JSON.stringify(v) === JSON.stringify(rep.voters[i - 1])) return;
+      row.append(title(svgEl("path", {class: "voters-seen", d: `M${x(i)},${y0 + 1} l4,7 l-4,7 l-4,-7 z`, fill: "#7b3fa0", stroke: "#fff"}),
+                       `step ${tl.steps[i]}: ${unit} ${r} now has voter set [${v.join(", ")}]`));
+    });
+    svg.append(row);
   });
   (d.losses || []).forEach(l => {
     const i = Math.max(0, tl.steps.indexOf(l.step));
@@ -410,22 +471,34 @@ function drawTimeline(d) {
   svg.style.cursor = "pointer";
   const wrap = el("div", {class: "scroll", id: "timeline-scroll"}); wrap.append(svg); box.append(wrap);
   const legend = el("p", {class: "legend"});
-  ids.forEach((r, k) => { const s = el("span", {}, `\u25A0 replica ${r}: LEO solid, HW dashed`); s.style.color = COLORS[k % COLORS.length]; legend.append(s); });
-  legend.append(el("span", {}, "\u25CB truncation"), el("span", {}, "\u2716 lost record (orange: allowed)"), el("span", {}, "dashed vertical: leader/epoch change"),
-                el("span", {}, "yellow: the step shown above (click to move)"));
+  ids.forEach((r, k) => { const s = el("span", {}, `\u25A0 ${unit} ${r}: LEO solid, HW dashed`); s.style.color = COLORS[k % COLORS.length]; legend.append(s); });
+  legend.append(el("span", {}, "\u25CB truncation"));
+  if (!quorum) legend.append(el("span", {}, "\u2716 lost record (orange: allowed)"));
+  legend.append(el("span", {}, "dashed vertical: leader/epoch change"));
+  if (tl.voters) { const s = el("span", {}, "purple: voter set change (\u25C6 a server's own view)"); s.style.color = "#7b3fa0"; legend.append(s); }
+  if (vsteps.length) { const s = el("span", {}, "\u26A0 red band: an invariant broken (darker: the first)"); s.style.color = "#b00"; legend.append(s); }
+  legend.append(el("span", {}, "yellow: the step shown above (click to move)"));
   box.append(legend);
+  const roles = el("p", {class: "legend roles"}); roles.append("roles: ");
+  [...new Set(ids.flatMap(r => tl.steps.map((_, i) => roleAt(tl.replicas[r], i))))].forEach(role => {
+    const s = el("span", {class: "role-key"}, `${ROLE_ABBR[role] || role} ${role}`); s.style.background = ROLE_COLORS[role] || "#ccc";
+    if (["stopped", "down", "resigned"].includes(role)) s.style.color = "#fff";
+    roles.append(s);
+  });
+  box.append(roles);
   const details = el("details", {id: "step-table"}); if (n <= 40) details.open = true;
   details.append(el("summary", {}, `step table (${n} steps)`));
   const table = el("table"), head = el("tr");
-  ["step", "event", "leader", "epoch"].concat(ids.map(r => `r${r} LEO/HW/e`)).forEach(h => head.append(el("th", {}, h))); table.append(head);
+  ["step", "event", "leader", "epoch"].concat(tl.voters ? ["voters"] : []).concat(ids.map(r => `${unit === "server" ? "s" : "r"}${r} ${quorum ? "role " : ""}LEO/HW/e`)).forEach(h => head.append(el("th", {}, h))); table.append(head);
   tl.steps.forEach((s, i) => {
-    const tr = el("tr", {class: "clickable", "data-index": i});
-    [s, tl.events[i], tl.leader[i] === null ? "-" : tl.leader[i], tl.epoch[i]].forEach(v => tr.append(el("td", {}, String(v))));
-    ids.forEach(r => { const rep = tl.replicas[r]; tr.append(el("td", {}, `${rep.alive[i] ? ({leader: "L", follower: "F"}[rep.role[i]] || "-") : "x"} ${rep.leo[i]}/${rep.hw[i]}/e${rep.epoch[i]}`)); });
+    const tr = el("tr", {class: `clickable${vsteps.includes(s) ? " violation" : ""}`, "data-index": i});
+    [s, tl.events[i], tl.leader[i] === null ? "-" : tl.leader[i], tl.epoch[i]].concat(tl.voters ? [(tl.voters[i] || []).join(",")] : []).forEach(v => tr.append(el("td", {}, String(v))));
+    ids.forEach(r => { const rep = tl.replicas[r], role = roleAt(rep, i); tr.append(el("td", {}, `${quorum ? (ROLE_ABBR[role] || role) : (rep.alive[i] ? ({leader: "L", follower: "F"}[rep.role[i]] || "-") : "x")} ${rep.leo[i]}/${rep.hw[i]}/e${rep.epoch[i]}`)); });
     tr.onclick = () => setStep(i);
     table.append(tr);
   });
   details.append(table);
+  if (quorum) details.append(el("p", {class: "note"}, "roles: " + Object.keys(ROLE_ABBR).filter(k => !["none", "down"].includes(k)).map(k => `${ROLE_ABBR[k]} ${k}`).join(", ")));
   box.append(details);
 }
 
