@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     camp = sub.add_parser("campaign", help="run a seeded fault-injection campaign over generated partitions")
     camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES,
-                      help="a partition protocol, all, or a metadata-quorum one (kraft595, kraft853, kraft996: --profile quorum)")
+                      help=f"a partition protocol, all, or a metadata-quorum one ({', '.join(QUORUM_VARIANT_NAMES)}: --profile quorum)")
     camp.add_argument("--partitions", type=_partitions, required=True, metavar="N")
     camp.add_argument("--seed", type=_seed, required=True, metavar="S")
     camp.add_argument("--profile", required=True, help="a profile of conf/workloads.yaml: clean, hard, unclean, kraft; "
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     shr.add_argument("file", nargs="?", metavar="FILE")
     shr.add_argument("--from-campaign", metavar="SEED/PROFILE/PARTITION", help="shrink a generated partition")
     shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES,
-                     help="a partition protocol, or a metadata-quorum one (kraft595, kraft853, kraft996) for a quorum FILE")
+                     help=f"a partition protocol, or a metadata-quorum one ({', '.join(QUORUM_VARIANT_NAMES)}) for a quorum FILE")
     shr.add_argument("--invariant", required=True)
     shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input / out/shrunk)")
     _add_knob(shr)
