@@ -167,6 +167,27 @@ def _graceful_stop():
     return stop, lambda: [signal.signal(sig, handler) for sig, handler in previous.items()]
 
 
+def _import_aside(*modules: str) -> None:
+    """Import ``modules`` in a thread of their own: Great Expectations takes seconds to import,
+    which this process would otherwise spend after Spark started, waiting on nothing else.  While
+    Spark starts, this process waits on the JVM, so the import costs no wall time.  A failed
+    import is not reported here: the first use imports again and reports it."""
+    import importlib
+    import threading
+
+    import pandas  # noqa: F401 - what both threads use is imported here first: the thread imports only
+    import pyarrow  # noqa: F401   modules of its own, so no import waits on one the other holds
+
+    def load() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the import where the module is used tells
+                return
+
+    threading.Thread(target=load, name="replemu-import-aside", daemon=True).start()
+
+
 def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None) -> int:
     """Run the query (one per variant for --protocol all); ``claim`` (checkpoint or output on a
     Hadoop filesystem) locks them once Spark runs."""
@@ -179,6 +200,7 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
     import warnings
 
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    _import_aside("great_expectations.expectations", "great_expectations.data_context")  # while the JVM starts
     debug = bool(os.environ.get("REPLEMU_DEBUG"))
     shown = warnings.showwarning
     jvm_output.hold_until_log(echo=debug)  # the JVM's chatter goes to the log, once the run is claimed
