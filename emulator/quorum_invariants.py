@@ -96,12 +96,18 @@ def leader_completeness(q: Quorum, g: QuorumChecker) -> str | None:
 
 
 def durability(q: Quorum, g: QuorumChecker) -> str | None:
-    """Every committed record is still in the log of some voter, and was never committed as another record."""
+    """Every committed record is still in the log of some voter, and was never committed as another record.
+
+    A voter here is a server in its own last voter set or in its committed one (the last below
+    its HW): a leader that appended its own removal keeps leading, and holds what it committed,
+    until the removal commits (KIP-853), and a voter set not yet committed may still be truncated
+    away.  A server whose disk was lost comes back under a new directory id, in neither."""
     if "Durability" in g.findings:
         return g.findings["Durability"]
     for offset in sorted(g.committed):
         record = g.committed[offset]
-        if not any(offset < s.leo and s.log[offset] == record and is_voter_key(s.last_voters()[1], s.key)
+        if not any(offset < s.leo and s.log[offset] == record
+                   and (is_voter_key(s.last_voters()[1], s.key) or is_voter_key(s.committed_voters(), s.key))
                    for _, s in sorted(q.servers.items())):
             return f"committed offset {offset} {record} is in no voter's log"
     return None

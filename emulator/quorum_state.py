@@ -242,6 +242,14 @@ class Server:
                 return offset, self.log[offset].voters
         return -1, self.bootstrap_voters
 
+    def committed_voters(self) -> tuple[ReplicaKey, ...]:
+        """The last voter set below this server's high watermark (committed as far as it knows),
+        else the bootstrap's."""
+        for offset in range(min(self.hw, len(self.log)) - 1, -1, -1):
+            if self.log[offset].control is ControlType.VOTERS:
+                return self.log[offset].voters
+        return self.bootstrap_voters
+
     def voter_ids(self) -> tuple[int, ...]:
         return tuple(sorted(k[0] for k in self.last_voters()[1]))
 

@@ -106,3 +106,57 @@ def test_check_compares_the_servers_final_fields(tmp_path):
     doc["expect"]["kraft853"]["servers"][2] = {"epoch": 1}
     done = replemu("run", _write(tmp_path, doc), "--protocol", "kraft853", "--check", "--summary")
     assert done.returncode == 1 and "server 2 epoch: expected 1, got 0" in done.stdout, done.stdout
+
+
+# A leader removes itself (the removal not yet committed), then a voter that holds every committed
+# record loses its disk: the leader still holds them and still leads, so nothing committed is lost.
+# Found by `replemu campaign --protocol kraft853 --profile quorum --seed 1` (scenario 1282) and shrunk;
+# the first wording of Durability counted only servers in their own latest voter set.
+SELF_REMOVAL = """
+name: self-removal-then-disk-loss
+voters: [1, 2, 3]
+observers: [4]
+knobs: {reconfig_requires_leader_epoch_commit: false}
+steps:
+- election_timeout: {server: 3}
+- deliver: {source: 3, destination: 1}
+- deliver: {source: 1, destination: 3}
+- deliver: {source: 3, destination: 1}
+- deliver: {source: 1, destination: 3}
+- fetch: {server: 1}
+- deliver: {source: 1, destination: 3}
+- append: {value: v12}
+- deliver: {source: 3, destination: 1}
+- fetch: {server: 1}
+- deliver: {source: 1, destination: 3}
+- election_timeout: {server: 1}
+- deliver: {source: 1, destination: 3}
+- deliver: {source: 3, destination: 1}
+- deliver: {source: 3, destination: 1}
+- election_timeout: {server: 3}
+- deliver: {source: 3, destination: 1}
+- deliver: {source: 1, destination: 3}
+- deliver: {source: 3, destination: 1}
+- deliver: {source: 1, destination: 3}
+- election_timeout: {server: 1}
+- deliver: {source: 1, destination: 3}
+- deliver: {source: 3, destination: 1}
+- election_timeout: {server: 3}
+- deliver: {source: 3, destination: 1}
+- deliver: {source: 1, destination: 3}
+- remove_voter: {voter: 3}
+- crash: {server: 1}
+- lose_disk: {server: 1}
+"""
+
+
+def test_a_leader_that_removed_itself_still_holds_what_was_committed():
+    from emulator.quorum_run import parse_quorum_scenario, run_quorum_scenario
+
+    doc = yaml.safe_load(SELF_REMOVAL)
+    result = run_quorum_scenario(parse_quorum_scenario(doc), "kraft853")
+    assert result["violations"] == []
+    # the leader's disk goes too: now no voter holds the committed records
+    doc["steps"] += [{"crash": {"server": 3}}, {"lose_disk": {"server": 3}}]
+    result = run_quorum_scenario(parse_quorum_scenario(doc), "kraft853")
+    assert [v["invariant"] for v in result["violations"]][:1] == ["Durability"]
