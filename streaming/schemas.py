@@ -102,7 +102,7 @@ STATE_SCHEMA = StructType([
     StructField("violated", StringType()),  # comma-separated invariant names
     StructField("gap_reported_seq", LongType()),
     StructField("waiting", BinaryType()),  # JSON: rows that arrived ahead of a gap
-    StructField("core", BinaryType()),  # JSON: the partition document (emulator.state), logs = the window
+    StructField("core", BinaryType()),  # JSON: the partition document (emulator.state), logs = the window; a metadata partition: emulator.quorum_codec's
     StructField("generator", BinaryType()),  # a workload partition's generator (emulator.workload), else null
 ])
 
