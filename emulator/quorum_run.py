@@ -68,13 +68,10 @@ def _ids(source: str, key: str, value: Any, required: bool) -> tuple[int, ...]:
     return tuple(value)
 
 
-def parse_quorum_scenario(data: Any, source: str = "<memory>") -> QuorumScenario:
-    """Validate a decoded quorum scenario; ``ScenarioError`` names the file, the key or step and why."""
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{source}: a scenario must be a mapping")
-    unknown = sorted(str(k) for k in data if k not in TOP_KEYS)
-    if unknown:
-        raise ScenarioError(f"{source}: unknown key {short_repr(unknown[0])} (a quorum scenario allows: {', '.join(TOP_KEYS)})")
+def parse_quorum_header(data: dict[str, Any], source: str = "<memory>") -> tuple[str, tuple[int, ...], tuple[int, ...],
+                                                                           dict[str, Any], str]:
+    """A quorum scenario's ``name``, ``voters``, ``observers``, ``knobs`` and ``description``
+    validated (``ScenarioError`` naming ``source`` and the key); the stream's header row reads these."""
     name = data.get("name")
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise ScenarioError(f"{source}: 'name' must match [a-z0-9._-]+, got {short_repr(name)}")
@@ -98,6 +95,17 @@ def parse_quorum_scenario(data: Any, source: str = "<memory>") -> QuorumScenario
             knobs[key] = QUORUM_KNOBS[key].parse(value)
         except KnobError as bad_knob:  # (a name of its own: mypyc types a name by its first binding)
             raise ScenarioError(f"{source}: knobs: {bad_knob}") from None
+    return name, voters, observers, knobs, description
+
+
+def parse_quorum_scenario(data: Any, source: str = "<memory>") -> QuorumScenario:
+    """Validate a decoded quorum scenario; ``ScenarioError`` names the file, the key or step and why."""
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: a scenario must be a mapping")
+    unknown = sorted(str(k) for k in data if k not in TOP_KEYS)
+    if unknown:
+        raise ScenarioError(f"{source}: unknown key {short_repr(unknown[0])} (a quorum scenario allows: {', '.join(TOP_KEYS)})")
+    name, voters, observers, knobs, description = parse_quorum_header(data, source)
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ScenarioError(f"{source}: 'steps' must be a non-empty list")

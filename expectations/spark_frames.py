@@ -22,10 +22,19 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.invariants import REGISTRY
+from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
 
 TIMELINE_COLUMNS = ("topic", "partition", "seq", "replica", "role", "alive", "leo", "hw", "leader_epoch",
                     "cache_increasing", "leading")
 PARTITION_COLUMNS = ("partition_key", "leader_in_isr", "offsets_contiguous") + tuple(inv.name for inv in REGISTRY)
+# A metadata-quorum stream's partitions frame (docs/quorum.md "Streaming"): one row per metadata
+# partition, one boolean column per invariant of the quorum registry (True: violated so far).
+QUORUM_PARTITION_COLUMNS = ("partition_key",) + QUORUM_INVARIANT_NAMES
+FAMILIES = ("partition", "quorum")
+
+
+def partition_columns(family: str = "partition") -> tuple[str, ...]:
+    return QUORUM_PARTITION_COLUMNS if family == "quorum" else PARTITION_COLUMNS
 # The order of each frame's rows (GX names the first offending rows in it).
 ORDER = {"timeline": ("topic", "partition", "seq", "replica"), "partitions": ("topic", "partition")}
 # The columns that name a row's partition in GX's bounded list of offending rows, per frame.
@@ -58,7 +67,7 @@ def kind_dataframes(rows) -> dict[str, Any]:
     return {kind: rows.where(F.col("kind") == kind).select(*KIND_COLUMNS[kind]) for kind in VALIDATED_KINDS}
 
 
-def validation_frames_spark(kinds: dict[str, Any], spark=None, ordered: bool = True) -> dict[str, Any]:
+def validation_frames_spark(kinds: dict[str, Any], spark=None, ordered: bool = True, family: str = "partition") -> dict[str, Any]:
     """``{"timeline": DataFrame, "partitions": DataFrame}`` from one micro-batch's rows by kind
     (each a Spark DataFrame with at least that kind's ``KIND_COLUMNS`` it uses; a missing kind has
     no rows).  Lazy: nothing runs until the frames are used.  ``ordered=False``: in no order, and
@@ -91,6 +100,14 @@ def validation_frames_spark(kinds: dict[str, Any], spark=None, ordered: bool = T
               .select("topic", "partition").distinct().withColumn("gapped", F.lit(True)))
 
     s = kind("summary")
+    if family == "quorum":  # the quorum registry's verdicts only (streaming.quorum_stream's summary rows)
+        violated = F.split(F.coalesce(F.col("violated"), F.lit("")), ",")
+        partitions = s.select("topic", "partition",
+                              F.concat_ws("/", F.col("topic"), F.col("partition").cast("string")).alias("partition_key"),
+                              *[F.array_contains(violated, name).alias(name) for name in QUORUM_INVARIANT_NAMES])
+        if ordered:
+            partitions = partitions.orderBy(*ORDER["partitions"]).select(*QUORUM_PARTITION_COLUMNS)
+        return {"timeline": timeline, "partitions": partitions}
     controller = F.from_json("final", "struct<controller:struct<leader:int,isr:array<int>>>")["controller"]
     names = F.array_union(
         F.filter(F.split(F.coalesce(F.col("violated"), F.lit("")), ","), lambda x: x != ""),
@@ -109,9 +126,9 @@ def validation_frames_spark(kinds: dict[str, Any], spark=None, ordered: bool = T
     return {"timeline": timeline, "partitions": partitions}
 
 
-def local_frame(name: str, frame):
+def local_frame(name: str, frame, family: str = "partition"):
     """A validation frame of ``validation_frames_spark(..., ordered=False)`` brought to this process
     (pandas) as the ordered one would be: sorted by ``ORDER``, with ``TIMELINE_COLUMNS`` /
     ``PARTITION_COLUMNS`` only."""
-    columns = list(TIMELINE_COLUMNS if name == "timeline" else PARTITION_COLUMNS)
+    columns = list(TIMELINE_COLUMNS if name == "timeline" else partition_columns(family))
     return frame.sort_values(list(ORDER[name]), kind="stable")[columns].reset_index(drop=True)

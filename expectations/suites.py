@@ -50,9 +50,14 @@ def _meta(name: str) -> dict:
     return {"invariant": name, "ref": INVARIANTS[name].ref}
 
 
-def build_checks() -> list[Check]:
+def build_checks(family: str = "partition") -> list[Check]:
+    """The checks of one protocol family's suites: the partition registry's (``emulator.invariants``),
+    or with ``family="quorum"`` the metadata quorum's (``QUORUM_INVARIANTS``, docs/quorum.md "Streaming")."""
     import great_expectations.expectations as gxe
     from great_expectations.expectations.row_conditions import Column
+
+    if family == "quorum":
+        return quorum_checks()
 
     checks = [
         Check("timeline", "HighWatermarkSanity", gxe.ExpectColumnPairValuesAToBeGreaterThanB(
@@ -71,6 +76,28 @@ def build_checks() -> list[Check]:
     for inv in REGISTRY:
         checks.append(Check("partitions", inv.name, gxe.ExpectColumnValuesToBeInSet(
             column=inv.name, value_set=[False], meta=_meta(inv.name))))
+    return checks
+
+
+def quorum_checks() -> list[Check]:
+    """The metadata quorum's suites, generated from ``QUORUM_INVARIANTS`` (the core's names; ``ref``:
+    the TLA+ property or Kafka code each comes from).  GX checks ElectionSafety itself on the
+    timeline (at most one live leader per metadata partition, step and epoch); on the partitions
+    frame each invariant's column (True: the core found it violated so far) must be False."""
+    import great_expectations.expectations as gxe
+    from great_expectations.expectations.row_conditions import Column
+
+    from emulator.quorum_invariants import QUORUM_INVARIANTS
+
+    def meta(name: str) -> dict:
+        return {"invariant": name, "ref": next(i.source for i in QUORUM_INVARIANTS if i.name == name)}
+
+    checks = [Check("timeline", "ElectionSafety", gxe.ExpectCompoundColumnsToBeUnique(
+        column_list=["topic", "partition", "seq", "leader_epoch"], row_condition=Column("leading") == True,  # noqa: E712
+        meta=meta("ElectionSafety")))]
+    for inv in QUORUM_INVARIANTS:
+        checks.append(Check("partitions", inv.name, gxe.ExpectColumnValuesToBeInSet(
+            column=inv.name, value_set=[False], meta=meta(inv.name))))
     return checks
 
 
@@ -98,8 +125,9 @@ def _gapped_logs(log_rows) -> set[tuple[str, int]]:
     return broken
 
 
-def frames_from_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
-    """The two validation frames from one micro-batch's outputs (kind -> pandas frame)."""
+def frames_from_outputs(outputs: dict[str, Any], family: str = "partition") -> dict[str, Any]:
+    """The two validation frames from one micro-batch's outputs (kind -> pandas frame); a quorum
+    stream's (``family="quorum"``) partitions frame has the quorum registry's columns."""
     import pandas as pd
 
     empty = pd.DataFrame(columns=["topic", "partition", "seq", "idx", "replica", "role", "alive", "leo", "hw", "leader_epoch",
@@ -111,6 +139,14 @@ def frames_from_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
     timeline = timeline.drop(columns=["epoch_cache"]).reset_index(drop=True)
 
     summary = outputs.get("summary", empty)
+    if family == "quorum":
+        from expectations.spark_frames import QUORUM_PARTITION_COLUMNS
+        from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
+
+        rows = [{"partition_key": f"{s['topic']}/{s['partition']}",
+                 **{name: name in set((s["violated"] or "").split(",")) for name in QUORUM_INVARIANT_NAMES}}
+                for s in summary.to_dict("records")]
+        return {"timeline": timeline, "partitions": pd.DataFrame(rows, columns=list(QUORUM_PARTITION_COLUMNS))}
     broken = _gapped_logs(outputs.get("log", empty))
     part_rows = []
     for s in summary.to_dict("records"):
@@ -128,7 +164,7 @@ def frames_from_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
 
 
 
-def validate_rows(rows, batch_id: int = 0, validator: "BatchValidator | None" = None):
+def validate_rows(rows, batch_id: int = 0, validator: "BatchValidator | None" = None, family: str = "partition"):
     """The suites run on one micro-batch of output rows (``streaming.pipeline.replicate``'s
     ``OUTPUT_SCHEMA`` rows: a Spark DataFrame, pandas or Arrow), split by kind as the job's own
     sink splits them: a pandas frame with one row per expectation (``batch_id`` and
@@ -136,7 +172,7 @@ def validate_rows(rows, batch_id: int = 0, validator: "BatchValidator | None" = 
     one costs about a second."""
     import pandas as pd
 
-    results = (validator or BatchValidator()).validate(frames_from_outputs(kind_frames(rows)), batch_id)
+    results = (validator or BatchValidator(family=family)).validate(frames_from_outputs(kind_frames(rows), family), batch_id)
     return pd.DataFrame(results, columns=("batch_id",) + VALIDATION_COLUMNS)
 
 
@@ -172,7 +208,7 @@ class BatchValidator:
     """Runs the suites on every micro-batch's frames; keeps GX's results for the Data Docs."""
 
     def __init__(self, docs_dir: str | Path | None = None, results_dir: str | Path | None = None,
-                 engine: str = "pandas") -> None:
+                 engine: str = "pandas", family: str = "partition") -> None:
         """``results_dir``: keep GX's validation results there (JSON files), not in memory, so the
         Data Docs built after a restart still show the batches validated before it.  ``engine``:
         the frames ``validate`` is given, pandas (GX's pandas datasource, in this process) or
@@ -195,7 +231,9 @@ class BatchValidator:
             }
         self.context = gx.get_context(project_config=config, mode="ephemeral")
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        self.checks = build_checks()
+        self.family = family
+        self.checks = build_checks(family)
+        prefix = "replemu-quorum" if family == "quorum" else "replemu"
         self.docs_dir = Path(docs_dir).resolve() if docs_dir else None  # GX resolves relative paths elsewhere
         if self.docs_dir:
             self.context.add_data_docs_site(site_name="replemu", site_config={
@@ -216,14 +254,14 @@ class BatchValidator:
         for frame in ("timeline", "partitions"):
             asset = source.add_dataframe_asset(frame)
             batch_def = asset.add_batch_definition_whole_dataframe(frame)
-            suite = self.context.suites.add(gx.ExpectationSuite(name=f"replemu-{frame}"))
+            suite = self.context.suites.add(gx.ExpectationSuite(name=f"{prefix}-{frame}"))
             for check in self.checks:
                 if check.frame == frame:
                     suite.add_expectation(check.expectation)
-            vd = self.context.validation_definitions.add(gx.ValidationDefinition(name=f"replemu-{frame}", data=batch_def, suite=suite))
+            vd = self.context.validation_definitions.add(gx.ValidationDefinition(name=f"{prefix}-{frame}", data=batch_def, suite=suite))
             self.checkpoints[frame] = {
                 fmt: self.context.checkpoints.add(gx.Checkpoint(
-                    name=f"replemu-{frame}-{fmt.lower()}", validation_definitions=[vd], actions=[],
+                    name=f"{prefix}-{frame}-{fmt.lower()}", validation_definitions=[vd], actions=[],
                     result_format=result_format(frame, fmt)))
                 for fmt in ("BOOLEAN_ONLY", "SUMMARY")
             }
@@ -527,6 +565,7 @@ class ExpectationsObserver:
     # driver's memory stays bounded by the limit however many partitions the stream has.  0:
     # always Spark.
     driver_rows_limit: int = 100_000
+    family: str = "partition"  # "quorum": a metadata-quorum stream's rows, the quorum registry's suites
     validation_ms: list[float] = field(default_factory=list)
     engines: list[str] = field(default_factory=list)  # the engine of each validated batch
     _validators: dict = field(default_factory=dict)
@@ -534,14 +573,15 @@ class ExpectationsObserver:
 
     def validator(self, output_dir: Path, engine: str = "pandas") -> BatchValidator:
         if engine not in self._validators:
-            self._validators[engine] = BatchValidator(Path(output_dir) / "data_docs", Path(output_dir) / RESULTS_DIR, engine=engine)
+            self._validators[engine] = BatchValidator(Path(output_dir) / "data_docs", Path(output_dir) / RESULTS_DIR, engine=engine,
+                                                      family=self.family)
         self._validator = self._validators[engine]
         return self._validator
 
     def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
         started = time.perf_counter()
         try:
-            rows = self.validator(output_dir).validate(frames_from_outputs(frames), batch_id)
+            rows = self.validator(output_dir).validate(frames_from_outputs(frames, self.family), batch_id)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
             rows = _error_rows(batch_id, exc)
         self._record(rows, batch_id, output_dir, started)
@@ -581,11 +621,11 @@ class ExpectationsObserver:
         try:
             if not isinstance(kinds, dict):
                 kinds = kind_dataframes(kinds)
-            ordered = validation_frames_spark(kinds)
-            unordered = validation_frames_spark(kinds, ordered=False)
+            ordered = validation_frames_spark(kinds, family=self.family)
+            unordered = validation_frames_spark(kinds, ordered=False, family=self.family)
             for name, df in ordered.items():  # timeline, then partitions
                 if engines[name] == "pandas":
-                    frame = local_frame(name, unordered[name].toPandas())
+                    frame = local_frame(name, unordered[name].toPandas(), self.family)
                 else:
                     frame, release = materialized(df)
                     releases.append(release)

@@ -95,8 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--max-steps", type=_steps, metavar="M", help="with --workload: stop after M steps per partition (needed by available-now)")
     stream.add_argument("--output", required=True, metavar="DIR")
     stream.add_argument("--checkpoint", required=True, metavar="DIR")
-    stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES + ("all",),
-                        help="variant; 'all' runs one query per variant into OUTPUT/<variant> and CHECKPOINT/<variant>")
+    stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES,
+                        help="variant; 'all' runs one query per partition variant into OUTPUT/<variant> and "
+                             f"CHECKPOINT/<variant>; a metadata-quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}) "
+                             "streams compiled quorum scenarios (docs/quorum.md)")
     stream.add_argument("--trigger", default="available-now", help=TRIGGER_HELP)
     stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N")
     stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*]); "

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from emulator import VARIANT_NAMES, dumps
+from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from emulator.bounds import short_list
 from streaming.storage import is_uri, join
 
@@ -42,6 +43,43 @@ def _input_problem(path: str | None, drains: bool) -> str | None:
     return None
 
 
+def _family_problem(args: argparse.Namespace) -> str | None:
+    """A metadata-quorum protocol takes quorum knobs only and no workload, a partition protocol
+    partition knobs only (docs/quorum.md "Streaming"); for a quorum protocol ``args.knobs``
+    becomes the quorum knobs (what the job and the checkpoint's identity see)."""
+    quorum_knobs = getattr(args, "quorum_knobs", None) or {}
+    if args.protocol in QUORUM_VARIANT_NAMES:
+        if args.knobs:
+            return (f"--knob {next(iter(args.knobs))} is a partition knob; --protocol {args.protocol} is a "
+                    f"metadata-quorum protocol (its knobs: docs/quorum.md)")
+        if args.workload:
+            return (f"--workload generates partition events; --protocol {args.protocol} streams compiled "
+                    f"metadata-quorum scenarios (replemu compile FILE --out DIR, then --input DIR)")
+        args.knobs = dict(quorum_knobs)
+    elif quorum_knobs:
+        return (f"--knob {next(iter(quorum_knobs))} is a metadata-quorum knob; --protocol {args.protocol} is a "
+                f"partition protocol (quorum protocols: {', '.join(QUORUM_VARIANT_NAMES)})")
+    return None
+
+
+def _input_family_problem(path: str, protocol: str) -> str | None:
+    """Why ``--input``'s events cannot run under ``protocol``: quorum events under a partition
+    protocol or the reverse (told by the first header row, ``streaming.files.input_family``)."""
+    if is_uri(path):
+        return None  # read by Spark only; a header of the other family is quarantined there
+    from streaming.files import input_family
+
+    family, where = input_family(path)
+    wanted = "quorum" if protocol in QUORUM_VARIANT_NAMES else "partition"
+    if family is None or family == wanted:
+        return None
+    if family == "quorum":
+        return (f"--input {path}: {where} holds metadata-quorum events (a 'quorum' header row); stream them with a "
+                f"quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}), not --protocol {protocol}")
+    return (f"--input {path}: {where} holds partition events (a 'partition' header row); --protocol {protocol} is a "
+            f"metadata-quorum protocol: stream them with a partition protocol ({', '.join(VARIANT_NAMES)}, all)")
+
+
 def cmd_stream(args: argparse.Namespace) -> int:
     from scenario_io.profiles import load_profiles
     from streaming.checkpoint import CheckpointError, claim_run, run_identity
@@ -60,6 +98,9 @@ def cmd_stream(args: argparse.Namespace) -> int:
         args.retention = parse_retain(args.retain)
     except ValueError as exc:
         return fail(f"replemu: error: {exc}")
+    problem = _family_problem(args)
+    if problem:
+        return fail(f"replemu: error: {problem}")
     if args.master is not None and master_problem(args.master):
         return fail(f"replemu: error: {master_problem(args.master)}")
     if args.remote is not None and remote_problem(args.remote):
@@ -87,7 +128,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         for flag in ("partitions", "seed", "max_steps"):
             if getattr(args, flag) is not None:
                 return fail(f"replemu: error: --{flag.replace('_', '-')} goes with --workload")
-        problem = _input_problem(args.input, trigger.drains)
+        problem = _input_problem(args.input, trigger.drains) or _input_family_problem(args.input, args.protocol)
         if problem:
             return fail(f"replemu: error: {problem}")
 
@@ -235,7 +276,7 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
             try:
                 stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
                                    max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms,
-                                   spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(),
+                                   spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(family="quorum" if protocol in QUORUM_VARIANT_NAMES else "partition"),
                                    knobs=args.knobs, state_store=args.state_store, stop=stop,
                                    shuffle_partitions=args.shuffle_partitions,
                                    **({"retention": args.retention} if args.retention else {}))

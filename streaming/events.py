@@ -19,7 +19,7 @@ from emulator.config import config_to_dict
 from emulator.scenario import Scenario
 from emulator.steps import step_to_dict
 
-from .schemas import HEADER_TYPE, event_arrow_schema
+from .schemas import HEADER_TYPE, QUORUM_HEADER_TYPE, QUORUM_TOPIC, event_arrow_schema
 
 
 def partition_key(s: Scenario) -> tuple[str, int]:
@@ -39,6 +39,29 @@ def scenario_rows(s: Scenario) -> list[dict]:
         (kind, args), = step_to_dict(step).items()
         rows.append({"topic": topic, "partition": partition, "seq": seq, "type": kind, "args": json.dumps(args)})
     return rows
+
+
+def quorum_scenario_rows(s, partition: int = 0) -> list[dict]:
+    """A metadata-quorum scenario (``emulator.quorum_run.QuorumScenario``) as the event rows of the
+    metadata partition ``__cluster_metadata``/``partition``: the header (seq 0, type ``quorum``,
+    args ``{"scenario", "voters", "observers", "knobs"}``), then its steps 1..N as in the file."""
+    from emulator.quorum_steps import quorum_step_to_dict
+
+    args = {"scenario": s.name, "voters": list(s.voters), "observers": list(s.observers), "knobs": dict(sorted(s.knobs.items()))}
+    rows = [{"topic": QUORUM_TOPIC, "partition": partition, "seq": 0, "type": QUORUM_HEADER_TYPE, "args": json.dumps(args)}]
+    for seq, step in enumerate(s.steps, start=1):
+        (kind, step_args), = quorum_step_to_dict(step).items()
+        rows.append({"topic": QUORUM_TOPIC, "partition": partition, "seq": seq, "type": kind, "args": json.dumps(step_args)})
+    return rows
+
+
+def event_family(rows) -> str | None:
+    """``"quorum"`` or ``"partition"`` by the first header row (seq 0) among ``rows`` (dicts with
+    ``seq`` and ``type``), None when none is a header."""
+    for r in rows:
+        if r.get("seq") == 0 and r.get("type") in (HEADER_TYPE, QUORUM_HEADER_TYPE):
+            return "quorum" if r["type"] == QUORUM_HEADER_TYPE else "partition"
+    return None
 
 
 def duplicate_keys(scenarios: list[Scenario]) -> str | None:

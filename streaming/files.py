@@ -159,3 +159,35 @@ def decode_file_batches(batches: Iterable) -> Iterator:
         paths, contents = batch.column("path").to_pylist(), batch.column("content").to_pylist()
         rows = [row for path, content in zip(paths, contents) for row in decode_event_file(path, content or b"")]
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+FAMILY_SCAN_BYTES = 256 << 20  # what ``input_family`` reads at most before it gives up
+
+
+def input_family(input_dir) -> tuple[str | None, str | None]:
+    """Which protocol family a local input directory's events are for: ``("quorum" | "partition",
+    the file whose header row says so)`` from the first header row (seq 0) of its files in name
+    order (names starting with ``.`` or ``_`` skipped, as the job does), ``(None, None)`` when no
+    header is found within ``FAMILY_SCAN_BYTES`` (a restart fed only later steps): ``replemu
+    stream`` refuses a protocol of the other family before Spark starts."""
+    from pathlib import Path
+
+    from .events import event_family
+
+    root = Path(input_dir)
+    budget = FAMILY_SCAN_BYTES
+    paths = sorted(p for p in root.rglob("*") if p.is_file()
+                   and not any(part.startswith((".", "_")) for part in p.relative_to(root).parts))
+    for path in paths:
+        try:
+            size = path.stat().st_size
+            if size > budget:
+                break
+            budget -= size
+            rows = decode_event_file(str(path), path.read_bytes())
+        except OSError:
+            continue
+        family = event_family(rows)
+        if family is not None:
+            return family, str(path)
+    return None, None

@@ -143,6 +143,7 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
     from pyspark.sql.functions import col, lit, struct, to_json
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    from emulator.quorum_variants import QUORUM_VARIANT_NAMES, quorum_variant_named
     from emulator.variants import variant_named
     from streaming.processor import COMPACT_MIN_RECORDS
     from streaming.schemas import (
@@ -150,7 +151,10 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
         STATE_SCHEMA,
     )
 
-    variant_named(protocol, dict(knobs or {}))  # ValueError: an unknown protocol, knob or value
+    if protocol in QUORUM_VARIANT_NAMES:  # a metadata quorum's (streaming.quorum_stream)
+        quorum_variant_named(protocol, dict(knobs or {}))
+    else:
+        variant_named(protocol, dict(knobs or {}))  # ValueError: an unknown protocol, knob or value
     types = dict(events.dtypes)
     missing = [f.name for f in EVENT_FIELDS if f.name not in types]
     if missing:

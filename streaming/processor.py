@@ -19,6 +19,7 @@ from emulator.run import Replay, effective_variant
 from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
 from emulator.bounds import short_repr
+from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 
 from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, TICK_TYPE, arrow_schema
 from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
@@ -316,7 +317,9 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
             batch.quarantine(e, reason)
         return batch.rows, st, bool(waiting)
 
-    events = expand_ticks(topic, partition, events, st, batch)
+    quorum = protocol in QUORUM_VARIANT_NAMES  # a metadata partition (streaming.quorum_stream): no workload ticks
+    if not quorum:
+        events = expand_ticks(topic, partition, events, st, batch)
     for e in sorted(events, key=lambda e: (e["seq"] is None, e["seq"] if e["seq"] is not None else 0)):
         seq = e["seq"]
         if seq is None:
@@ -326,6 +329,11 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         else:
             waiting[int(seq)] = {"seq": int(seq), "type": e["type"], "args": e["args"]}
 
+    if quorum:
+        from .quorum_stream import apply_quorum_events
+
+        apply_quorum_events(topic, partition, st, waiting, batch, protocol, knobs)
+        return _finish(batch, st, waiting)
     replay: Replay | None = unpack_replay(st) if st["header"] == "ok" else None
     applied = 0
     while st["next_seq"] in waiting:
@@ -379,6 +387,11 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         st["violated"] = ",".join(sorted(g.violated))
         if applied:
             _summary(replay, st, batch)
+    return _finish(batch, st, waiting)
+
+
+def _finish(batch: "_Batch", st: dict[str, Any], waiting: dict[int, dict]) -> tuple[Any, dict[str, Any], bool]:
+    """The batch's rows, the state with the rows still waiting for a gap, whether any wait."""
     st["waiting"] = _dumps([[s, w["type"], w["args"]] for s, w in sorted(waiting.items())])
     if 0 <= st["gap_reported_seq"] < st["next_seq"]:
         st["gap_reported_seq"] = -1  # that gap was filled; a later one is reported afresh

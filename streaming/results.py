@@ -88,9 +88,15 @@ def results_from_frames(frames: dict[str, Any]) -> list[dict[str, Any]]:
     def rows_of(kind: str, topic: str, partition: int):
         return grouped[kind].get((topic, partition), [])
 
+    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+
     results = []
     for s in latest.to_dict("records"):
         topic, partition = s["topic"], int(s["partition"])
+        if s["protocol"] in QUORUM_VARIANT_NAMES:
+            results.append(quorum_result(s, rows_of("violations", topic, partition), rows_of("errors", topic, partition),
+                                         rows_of("log", topic, partition)))
+            continue
         violations = [{"invariant": r["invariant"], "step": int(r["at_step"]), "detail": r["detail"]} for r in rows_of("violations", topic, partition)]
         seen = {v["invariant"] for v in violations}
         violations += [f for f in final_findings(s) if f["invariant"] not in seen]
@@ -104,6 +110,21 @@ def results_from_frames(frames: dict[str, Any]) -> list[dict[str, Any]]:
             json.loads(s["knobs"]) if isinstance(s.get("knobs"), str) else None,
         ))
     return results
+
+
+def quorum_result(s: dict, violation_rows: list[dict], error_rows: list[dict], log_rows: list[dict]) -> dict[str, Any]:
+    """A metadata partition's result in ``replemu run --json``'s quorum shape (docs/quorum.md):
+    the latest summary's ``final`` with each server's log rebuilt from the ``log`` rows."""
+    final = json.loads(s["final"])
+    logs, _ = replay_logs(((r["replica"], r["op"], r["offset"], r["epoch"], r["value"]) for r in log_rows), final["servers"])
+    servers = {sid: {**server, "log": logs.get(sid, [])} for sid, server in final["servers"].items()}
+    return {
+        "scenario": s["scenario"], "family": "quorum", "protocol": s["protocol"],
+        "knobs": json.loads(s["knobs"]) if isinstance(s.get("knobs"), str) else None, "steps": int(s["steps"]),
+        "final": {"leader": final["leader"], "servers": servers},
+        "violations": [{"invariant": r["invariant"], "step": int(r["at_step"]), "detail": r["detail"]} for r in violation_rows],
+        "errors": [{"step": int(r["at_step"]), **json.loads(r["error"])} for r in error_rows],
+    }
 
 
 def replay_logs(ops: Iterable[tuple], replicas: Iterable[str] = ()) -> tuple[dict[str, list], dict[str, list]]:
@@ -165,6 +186,13 @@ def summary_text(output_dir: str | Path) -> str:
     width = max([len(r["scenario"]) for r in results] + [8])
     for r in results:
         names = ", ".join(v["invariant"] for v in r["violations"]) or "no invariant violated"
+        if r.get("family") == "quorum":
+            leader = r["final"]["leader"]
+            epoch = r["final"]["servers"][str(leader)]["epoch"] if leader is not None else None
+            errors = len(r["errors"])
+            lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  leader {leader} e{epoch}  "
+                         f"{names}{f'; {errors} error answers' if errors else ''}")
+            continue
         c = r["final"]["controller"]
         lost = len(r["losses"])
         lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  leader {c['leader']} e{c['epoch']}  "

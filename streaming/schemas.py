@@ -21,6 +21,10 @@ from pyspark.sql.types import (
 from emulator.steps import STEP_KINDS
 
 HEADER_TYPE = "partition"  # the ``type`` of a partition's header row (seq 0)
+# The metadata quorum (docs/quorum.md "Streaming"): the ``type`` of a metadata partition's header
+# row (seq 0; args ``{"scenario", "voters", "observers", "knobs"}``) and the topic of its rows.
+QUORUM_HEADER_TYPE = "quorum"
+QUORUM_TOPIC = "__cluster_metadata"
 # The ``type`` of the workload source's rows: "partition P advances to steps first..last", which
 # the state function turns into the generated steps (``streaming.processor``, ``streaming.workload_source``).
 TICK_TYPE = "workload_tick"
@@ -98,7 +102,7 @@ STATE_SCHEMA = StructType([
     StructField("violated", StringType()),  # comma-separated invariant names
     StructField("gap_reported_seq", LongType()),
     StructField("waiting", BinaryType()),  # JSON: rows that arrived ahead of a gap
-    StructField("core", BinaryType()),  # JSON: the partition document (emulator.state), logs = the window
+    StructField("core", BinaryType()),  # JSON: the partition document (emulator.state), logs = the window; a metadata partition: emulator.quorum_codec's
     StructField("generator", BinaryType()),  # a workload partition's generator (emulator.workload), else null
 ])
 
