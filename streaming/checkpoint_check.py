@@ -679,6 +679,9 @@ def inspect_checkpoint(checkpoint, spark=None, *, full: bool = False) -> Report:
             if n not in commit_ids and n in offsets_ids:
                 ins.problem(n, f"commits/{n}", "missing", f"batch {n} has no commit, though batch {committed} has one")
 
+    for log in ("offsets", "commits"):
+        _orphan_checksums(ins, log)
+
     sources = _inspect_sources(ins, offsets, committed)
     dirs = _inspect_state_layout(ins, committed, partitions)
     rocksdb = any(d.rocksdb for d in dirs) or provider.endswith("RocksDBStateStoreProvider")
@@ -715,6 +718,22 @@ def inspect_checkpoint(checkpoint, spark=None, *, full: bool = False) -> Report:
                   last_committed=committed, latest_offsets=latest, in_flight=in_flight, last_whole=whole,
                   state_store=("rocksdb" if rocksdb else "hdfs") if dirs else None, partitions=partitions,
                   problems=problems, files=files, needed=tuple(sorted(needed)), notes=tuple(ins.notes))
+
+
+def _orphan_checksums(ins: _Inspector, log: str) -> None:
+    """Hadoop's checksum files in ``log`` (offsets/, commits/) whose file is gone: ``.N.crc`` left
+    behind when ``N`` was removed by hand (a common tip to make Spark run a micro-batch again).
+    Spark writes ``N`` again through a temporary file renamed into place with its checksum, and
+    the rename fails on the one left behind (``FileAlreadyExistsException: Rename destination
+    file:…/.N.crc already exists``), on every start."""
+    names = ins.ls(log)
+    present = set(names)
+    for name in names:
+        if name.startswith(".") and name.endswith(".crc") and name[1:-4].isdigit() and name[1:-4] not in present:
+            n = int(name[1:-4])
+            ins.files[f"{log}/{name}"] = CheckpointFile(f"{log}/{name}", "orphan-crc", n)
+            ins.problem(n, f"{log}/{name}", "orphan", f"a checksum file without its file ({log}/{n} was removed): Spark's "
+                                                      f"next write of {log}/{n} fails on it (FileAlreadyExistsException)")
 
 
 def _open(location, spark):

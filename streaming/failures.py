@@ -45,6 +45,9 @@ CAUSES: tuple[Cause, ...] = (
     Cause("output_gone", re.compile(r"the output directory vanished while the stream ran"), place="the output"),  # streaming.sink
     Cause("worker", re.compile(r"Python worker exited unexpectedly \(crashed\)|PYTHON_WORKER_EXITED_UNEXPECTEDLY|"
                                r"Python worker (?:died|crashed)[^\n]*")),
+    # a checksum file left behind by a hand-removed offsets/N or commits/N: Spark's rename of the new N fails on it
+    Cause("checkpoint", re.compile(r"FileAlreadyExistsException: Rename destination (\S*/(?:offsets|commits)/\.\d+\.crc) already exists"),
+          r"a checksum file left behind without its file (\1)"),
     Cause("checkpoint", re.compile(r"ChecksumException: Checksum error: "), "Checksum error (a torn or altered file)"),
     Cause("checkpoint", re.compile(r"EOFException: Stream ended prematurely"), "Stream ended prematurely (a torn file)"),
     Cause("checkpoint", re.compile(r"JsonEOFException: (Unexpected end-of-input[^\n]*)"), r"\1 (a torn JSON file)"),

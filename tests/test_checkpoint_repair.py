@@ -325,3 +325,36 @@ def test_the_file_source_log_rolls_back_with_its_compact_file(spark, tmp_path):
             shutil.rmtree(kind_dir)
     assert [s.batch_id for s in run(root)] == [2, 3, 4]
     assert tree_bytes(root / "out") == tree_bytes(straight / "out")
+
+
+def test_a_commit_removed_by_hand_leaves_its_checksum_which_check_names_and_repair_moves(made, spark, tmp_path):
+    """Removing ``commits/N`` by hand (a common tip for making Spark run a micro-batch again) leaves
+    Hadoop's ``commits/.N.crc``, and Spark's rename of the new ``commits/N``'s checksum fails on it,
+    a failure that points to check/repair; check names the orphan, repair moves it aside, and the
+    same run then finishes with the uninterrupted bytes."""
+    from streaming.failures import explain
+
+    straight = made("hdfs")
+    failing = copy_of(straight, tmp_path / "failing")
+    (failing / "ck/commits/3").unlink()
+    with pytest.raises(Exception) as failed:
+        stream(spark, failing, "hdfs")
+    failure = explain(failed.value)
+    assert failure.kind == "checkpoint" and "commits/.3.crc" in failure.cause, failure
+    assert "replemu checkpoint repair" in " ".join(failure.lines("kip320", str(failing / "ck"), str(failing / "out"), None))
+
+    root = copy_of(straight, tmp_path / "repaired")
+    ck = root / "ck"
+    (ck / "commits/3").unlink()
+    report = inspect_checkpoint(ck)
+    assert [(p.batch, p.path, p.kind) for p in report.problems] == [(3, "commits/.3.crc", "orphan")]
+    assert "commits/.3.crc: orphan" in format_report(report)
+    plan = plan_repair(report)
+    assert "commits/.3.crc" in plan.moves
+    apply_repair(plan, LocalStore(ck), STAMP)
+    assert inspect_checkpoint(ck).whole and not (ck / "commits/.3.crc").exists()
+
+    for kind_dir in (root / "out").glob("*/batch_id=3"):
+        shutil.rmtree(kind_dir)
+    assert [s.batch_id for s in stream(spark, root, "hdfs")] == [3]
+    assert tree_bytes(root / "out") == tree_bytes(straight / "out")
