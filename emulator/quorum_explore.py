@@ -113,7 +113,8 @@ class QuorumSpace:
     then three fetch rounds of every other voter: everything committed, every follower knows the
     high watermark) instead of every server just started.  ``returning`` (KIP-996's claim; implies
     ``stable``) names the server that was partitioned: only its election timeout fires, and
-    ``StableLeaderNotDisrupted`` is judged in every state."""
+    ``StableLeaderNotDisrupted`` is judged in every state.  ``prefix``: actions taken from there
+    before the search starts (a start state given by its path; its steps lead every written file)."""
 
     voters: tuple[int, ...]
     observers: tuple[int, ...]
@@ -123,6 +124,7 @@ class QuorumSpace:
     returning: int | None = None
     stable: bool = False  # the root is a stable leader (implied by ``returning``)
     any_round: bool = False  # a vote round may reach any set of voters, not only none, a bare majority or all
+    prefix: str = ""  # actions (codes joined by spaces) taken after the root's prelude: the search starts there
 
     def __post_init__(self) -> None:
         ids = self.voters + self.observers
@@ -561,6 +563,17 @@ def root(space: QuorumSpace) -> tuple[Node, list[QuorumStep], list[str]]:
             raise ExploreError(f"the stable leader's prelude did not elect server {leader}")
         if space.returning is not None:
             node.stable = (leader, s.epoch)
+    for code in space.prefix.split(SEPARATOR) if space.prefix else []:
+        if code not in candidate_codes(space, node):
+            raise ExploreError(f"--prefix: action {code!r} is not offered after {len(steps)} steps")
+        try:
+            taken = take(space, node, code)
+        except StepRefused as exc:
+            raise ExploreError(f"--prefix: action {code!r} is refused: {exc}") from None
+        if not within_bounds(space, node.q):
+            raise ExploreError(f"--prefix: action {code!r} leaves the bounds")
+        steps += taken.steps
+        broken |= taken.broken
     return node, steps, sorted(broken, key=PROPERTY_ORDER.__getitem__)
 
 

@@ -249,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     quorum.add_argument("--returning", type=_int_between(1, 9), metavar="S",
                         help="KIP-996's claim: from a stable leader, only server S's election timeout fires (it was "
                              "partitioned and comes back); StableLeaderNotDisrupted is judged in every state")
+    quorum.add_argument("--prefix", metavar="'CODE CODE ...'",
+                        help="actions taken after the root before the search starts (the start state given by a path; "
+                             "its steps lead every written scenario)")
     quorum.add_argument("--any-round", action="store_true",
                         help="a vote round may reach any set of voters (default: none, a bare majority, or all)")
     _add_knob(exp_)

@@ -21,7 +21,7 @@ from typing import Any, Callable, TextIO
 from emulator.explore import Level, Outcome
 from emulator.quorum_explore import (
     CODE_OF_KIND, DEFAULT_QUORUM_ALPHABET, PROPERTY_NAMES, PROPERTY_ORDER, STABLE_LEADER, QuorumBounds, QuorumSpace,
-    final_node, replay_path, search_quorum, step_document,
+    final_node, replay_path, root, search_quorum, step_document,
 )
 from emulator.quorum_run import parse_quorum_scenario, run_quorum_scenario
 from emulator.quorum_steps import QUORUM_STEP_TABLE
@@ -37,7 +37,7 @@ PARTITION_ONLY = (("replicas", None, "--replicas"), ("config", [], "--config"), 
                   ("workers", None, "--workers"), ("memory", None, "--memory"), ("reduce", "none", "--reduce"))
 QUORUM_ONLY = (("voters", None, "--voters"), ("observers", None, "--observers"), ("reconfigs", None, "--reconfigs"),
                ("messages", None, "--messages"), ("disk_losses", None, "--disk-losses"), ("lost_responses", None, "--lost-responses"), ("stable", False, "--stable"),
-               ("returning", None, "--returning"), ("any_round", False, "--any-round"))
+               ("returning", None, "--returning"), ("any_round", False, "--any-round"), ("prefix", None, "--prefix"))
 
 
 def parse_quorum_alphabet(text: str | None) -> tuple[QuorumStepKind, ...]:
@@ -70,10 +70,10 @@ class QuorumRequest:
 def describe(req: QuorumRequest) -> str:
     sp, b = req.space, req.space.bounds
     knobs = "".join(f" --knob {k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(req.knobs.items()))
-    root = (f"stable leader {min(sp.voters)}, returning server {sp.returning}" if sp.returning is not None
-            else "stable leader" if sp.stable else "every server started")
+    start = (f"stable leader {min(sp.voters)}, returning server {sp.returning}" if sp.returning is not None
+            else "stable leader" if sp.stable else "every server started") + (f", then {sp.prefix}" if sp.prefix else "")
     return (f"replemu explore: protocol {req.protocol}, voters {list(sp.voters)}, observers {list(sp.observers)}, "
-            f"root: {root}, depth {b.depth}, epochs 1..{b.epochs}, appends {b.appends}, reconfigs {b.reconfigs}, "
+            f"root: {start}, depth {b.depth}, epochs 1..{b.epochs}, appends {b.appends}, reconfigs {b.reconfigs}, "
             f"crashes {b.crashes}, power crashes {b.power_crashes}, disk losses {b.disk_losses}, lost responses {b.lost_responses}, messages {b.messages}, "
             f"vote rounds {'any set' if sp.any_round else 'none, a bare majority or all'}, "
             f"steps {','.join(k.value for k in sp.alphabet)} ({''.join(CODE_OF_KIND[k] for k in sp.alphabet)}), "
@@ -126,7 +126,7 @@ def scenario_document(req: QuorumRequest, name: str, depth: int, path: str) -> d
              f"--records {b.appends} --reconfigs {b.reconfigs} --crashes {b.crashes} --power-crashes {b.power_crashes} "
              f"--disk-losses {b.disk_losses} --lost-responses {b.lost_responses} --messages {b.messages}"
              + (" --stable" if sp.stable else "") + (f" --returning {sp.returning}" if sp.returning is not None else "")
-             + (" --any-round" if sp.any_round else "")
+             + (" --any-round" if sp.any_round else "") + (f" --prefix '{sp.prefix}'" if sp.prefix else "")
              + (f" --steps {','.join(k.value for k in sp.alphabet)}" if sp.alphabet != DEFAULT_QUORUM_ALPHABET else ""))
     doc: dict[str, Any] = {
         "name": f"explore-{req.protocol}-{kebab(name)}",
@@ -172,6 +172,7 @@ def result_object(req: QuorumRequest, outcome: Outcome, seconds: float, violatio
         "root": "returning" if sp.returning is not None else "stable" if sp.stable else "started",
         "returning": sp.returning,
         "any_round": sp.any_round,
+        "prefix": sp.prefix,
         "bounds": sp.bounds.as_dict(),
         "depth": outcome.depth,
         "complete": outcome.complete,
@@ -257,7 +258,8 @@ def cmd_explore_quorum(args: argparse.Namespace) -> int:
             raise ValueError(f"--until: unknown property {unknown[0][:40]!r} (known: {', '.join(PROPERTY_NAMES)})")
         variant = quorum_variant_named(args.protocol, args.quorum_knobs)
         space = QuorumSpace(voters, observers, variant, bounds, alphabet, returning=args.returning, stable=args.stable,
-                            any_round=args.any_round)
+                            any_round=args.any_round, prefix=" ".join((args.prefix or "").split()))
+        root(space)  # a prefix that cannot be taken is an error before anything runs
     except ValueError as exc:  # ExploreError, KnobError, an unknown step kind or property
         return fail(f"replemu: error: {exc}")
     problem = output_problem(args.out, "--out")
