@@ -480,18 +480,18 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
             _apply(node, taken, QuorumFetch(sid, to=to))
             _exchange(node, taken, sid, to)
         else:
-            leader = node.q.servers[sid].leader
-            assert leader is not None
+            known = node.q.servers[sid].leader
+            assert known is not None
             _apply(node, taken, QuorumFetch(sid))
-            _deliver_all(node, taken, sid, leader)
+            _deliver_all(node, taken, sid, known)
             if code.endswith("x"):  # the response (the last message back) is lost
-                _deliver_all(node, taken, leader, sid, keep=1)
-                if node.q.in_flight.get((leader, sid)):
-                    _apply(node, taken, Drop(leader, sid))
+                _deliver_all(node, taken, known, sid, keep=1)
+                if node.q.in_flight.get((known, sid)):
+                    _apply(node, taken, Drop(known, sid))
                 node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses,
                                                c.lost_responses + 1)
             else:
-                _deliver_all(node, taken, leader, sid)
+                _deliver_all(node, taken, known, sid)
     elif kind is QuorumStepKind.RESIGN:  # EndQuorumEpoch to every voter, answered
         leader = int(code[1])
         voters = node.q.servers[leader].voter_ids()

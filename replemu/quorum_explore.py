@@ -33,9 +33,9 @@ from .cli_common import EXIT_OK, fail, output_problem
 
 EXPLORE_FORMAT = 1
 # The partition explorer's flags that mean nothing here, and the values that say "not given".
-PARTITION_ONLY = (("replicas", None, "--replicas"), ("config", [], "--config"), ("master", None, "--master"),
+PARTITION_ONLY: tuple[tuple[str, Any, str], ...] = (("replicas", None, "--replicas"), ("config", [], "--config"), ("master", None, "--master"),
                   ("workers", None, "--workers"), ("memory", None, "--memory"), ("reduce", "none", "--reduce"))
-QUORUM_ONLY = (("voters", None, "--voters"), ("observers", None, "--observers"), ("reconfigs", None, "--reconfigs"),
+QUORUM_ONLY: tuple[tuple[str, Any, str], ...] = (("voters", None, "--voters"), ("observers", None, "--observers"), ("reconfigs", None, "--reconfigs"),
                ("messages", None, "--messages"), ("disk_losses", None, "--disk-losses"), ("lost_responses", None, "--lost-responses"), ("stable", False, "--stable"),
                ("returning", None, "--returning"), ("any_round", False, "--any-round"), ("prefix", None, "--prefix"))
 
