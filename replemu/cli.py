@@ -193,13 +193,20 @@ def build_parser() -> argparse.ArgumentParser:
                           "first election, breadth-first, each distinct state expanded once, every invariant judged in every "
                           "state. Each violated invariant's shortest path is written as a scenario file with an expect block. "
                           "See docs/explore.md for what the search covers and what it cannot.")
-    exp_.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",), help="variant to search (default: all)")
-    exp_.add_argument("--replicas", type=_int_between(1, 5), default=2, metavar="N", help="replicas 1..N (default 2)")
-    exp_.add_argument("--depth", type=_int_between(0, 1000), required=True, metavar="D", help="steps after the first election")
-    exp_.add_argument("--records", type=_int_between(0, 100), default=2, metavar="N", help="records produced in all (default 2)")
-    exp_.add_argument("--epochs", type=_int_between(0, 1000), default=2, metavar="N",
-                      help="highest leader epoch the controller may write; the first election writes 0 (default 2)")
-    exp_.add_argument("--crashes", type=_int_between(0, 100), default=1, metavar="N", help="process crashes in all (default 1)")
+    exp_.add_argument("--protocol", default="all", choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + ("all",),
+                      help="variant to search (default: all partition variants); kraft595, kraft853, kraft996 search the "
+                           "metadata quorum (docs/explore.md \"The metadata quorum\")")
+    exp_.add_argument("--replicas", type=_int_between(1, 5), metavar="N", help="replicas 1..N (default 2)")
+    exp_.add_argument("--depth", type=_int_between(0, 1000), metavar="D",
+                      help="steps after the first election (required for partition protocols; quorum: actions after "
+                           "the root, default 1000: until no new state remains)")
+    exp_.add_argument("--records", type=_int_between(0, 100), metavar="N",
+                      help="records produced in all (default 2; quorum: client appends, default 1)")
+    exp_.add_argument("--epochs", type=_int_between(0, 1000), metavar="N",
+                      help="highest leader epoch the controller may write; the first election writes 0 (default 2; "
+                           "quorum: the highest epoch a server may reach, default 3)")
+    exp_.add_argument("--crashes", type=_int_between(0, 100), metavar="N",
+                      help="process crashes in all (default 1; quorum: default 0)")
     exp_.add_argument("--power-crashes", type=_int_between(0, 100), default=0, metavar="N",
                       help="power losses in all (default 0; they lose unflushed records: KIP-966's case)")
     exp_.add_argument("--steps", metavar="KIND,...", help="narrow the step alphabet (default: every step kind but tick)")
@@ -229,6 +236,29 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where the scenario files (DIR/PROTOCOL/INVARIANT.yaml) and the levels of the search go "
                            "(DIR/PROTOCOL/local or /spark: rerun the same command to resume; default out/explore)")
     exp_.add_argument("--json", action="store_true", help="print the result object (progress goes to stderr)")
+    quorum = exp_.add_argument_group("metadata quorum (kraft595, kraft853, kraft996; docs/explore.md)")
+    quorum.add_argument("--voters", type=_int_between(1, 8), metavar="N", help="voters 1..N (default 3)")
+    quorum.add_argument("--observers", type=_int_between(0, 8), metavar="N",
+                        help="observers N+1.. after the voters (default 0)")
+    quorum.add_argument("--reconfigs", type=_int_between(0, 100), metavar="N",
+                        help="VotersRecords appended by add_voter / remove_voter in all (default 2)")
+    quorum.add_argument("--lost-responses", type=_int_between(0, 100), metavar="N",
+                        help="fetch responses lost in all (default 0)")
+    quorum.add_argument("--disk-losses", type=_int_between(0, 100), metavar="N", help="disk losses in all (default 0)")
+    quorum.add_argument("--messages", type=_int_between(0, 100), metavar="N",
+                        help="messages an action may leave in flight on one link, delivered or dropped later by their own "
+                             "actions (default 0: what an action does not deliver is lost)")
+    quorum.add_argument("--stable", action="store_true",
+                        help="start from a stable leader (server 1 elected by every voter, three fetch rounds) instead "
+                             "of every server just started")
+    quorum.add_argument("--returning", type=_int_between(1, 9), metavar="S",
+                        help="KIP-996's claim: from a stable leader, only server S's election timeout fires (it was "
+                             "partitioned and comes back); StableLeaderNotDisrupted is judged in every state")
+    quorum.add_argument("--prefix", metavar="'CODE CODE ...'",
+                        help="actions taken after the root before the search starts (the start state given by a path; "
+                             "its steps lead every written scenario)")
+    quorum.add_argument("--any-round", action="store_true",
+                        help="a vote round may reach any set of voters (default: none, a bare majority, or all)")
     _add_knob(exp_)
 
     sub.add_parser("steps", help="print the table of step kinds (docs/steps.md)")

@@ -333,6 +333,20 @@ def _config_assignments(texts: list[str], replicas: int):
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
+    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+
+    from .quorum_explore import cmd_explore_quorum, partition_flags_problem
+
+    if args.protocol in QUORUM_VARIANT_NAMES:
+        return cmd_explore_quorum(args)
+    problem = partition_flags_problem(args)
+    if problem:
+        return fail(f"replemu: error: {problem}")
+    if args.depth is None:
+        return fail("replemu: error: the following arguments are required: --depth")
+    for name, default in (("replicas", 2), ("records", 2), ("epochs", 2), ("crashes", 1)):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     try:
         config = _config_assignments(args.config, args.replicas)
         alphabet = parse_alphabet(args.steps)

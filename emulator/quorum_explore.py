@@ -1,0 +1,694 @@
+"""Exhaustive bounded search of the metadata quorum (KRaft's Raft): ``replemu explore --protocol
+kraft595|kraft853|kraft996`` (docs/explore.md "The metadata quorum").
+
+Breadth-first over ``Quorum`` states, each distinct state expanded once, every quorum invariant
+(``QUORUM_INVARIANTS``) judged after every core step, and for each broken invariant the first
+path found kept: one of the shortest, the smallest in code order.  The engine-neutral pieces of
+``emulator.explore`` (``Level``, ``Outcome``, ``note_violations``, the path separator) are shared;
+this module has its own alphabet, bounds, canonical encoding and one-process loop.
+
+Raw message-level interleaving explodes, so an edge is a *coarse action* in the manner of the
+TLA+ specifications (Vanlightly/kafka-tlaplus ``kraft/kip_853``, ``kraft/kip_996``): an election
+timeout followed by the exchange of Vote requests and responses with a chosen set of voters, a
+fetch round trip (the response delivered, or lost), a client append, AddRaftVoter /
+RemoveRaftVoter, a crash, a restart, a disk loss, the delivery or loss of the messages in flight
+on one link.  Each action is a short sequence of the core's own steps (``QUORUM_STEP_TABLE``:
+one code letter per step kind, the action's first step), so the core's rules are what is
+searched, and a path is written back as those steps: an ordinary quorum scenario.
+
+Standard library only, deterministic: no clock decides anything, no set or dict is iterated in
+hash order into a decision, the visited set holds digests of marshalled tuples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import zlib
+from collections import deque
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Callable, NamedTuple
+
+from ._build import rebuilt
+from .explore import SEPARATOR, ExploreError, Level, Outcome, note_violations, reached
+from .quorum import Quorum, QuorumOutcome
+from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
+from .epoch_cache import LeaderEpochCache
+from .quorum_state import (BeginQuorumEpochRequest, BeginQuorumEpochResponse, ControlType, ElectionState,
+                           EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse, LeaderState,
+                           Message, PendingVoterChange, QuorumRecord, QuorumRole, ReplicaState, Server, VoteRequest,
+                           VoteResponse, VotersAppended)
+from .quorum_steps import (QUORUM_STEP_TABLE, AddVoter, Append, BeginQuorumEpoch, Deliver, Drop, ElectionTimeout,
+                           LoseDisk, QuorumCrash, QuorumFetch, QuorumRestart, QuorumStep, RemoveVoter, Resign)
+from .quorum_variants import QuorumVariant
+from .scenario import StepRefused
+from .steps import CrashMode, QuorumStepKind
+
+MARSHAL_VERSION = 2
+
+# The one table of action codes: each step kind of QUORUM_STEP_TABLE has a letter, the first step
+# of the actions it names.  Codes compare as strings: the letters fix the order a state's actions
+# are tried in, so the smallest path is the one kept.
+CODE_OF_KIND: dict[QuorumStepKind, str] = {
+    QuorumStepKind.APPEND: "A", QuorumStepKind.BEGIN_QUORUM_EPOCH: "B", QuorumStepKind.CRASH: "C",
+    QuorumStepKind.DROP: "D", QuorumStepKind.ELECTION_TIMEOUT: "E", QuorumStepKind.FETCH: "F",
+    QuorumStepKind.RESIGN: "G", QuorumStepKind.ADD_VOTER: "J", QuorumStepKind.REMOVE_VOTER: "K",
+    QuorumStepKind.LOSE_DISK: "L", QuorumStepKind.RESTART: "R", QuorumStepKind.DELIVER: "X",
+}
+KIND_OF_CODE: dict[str, QuorumStepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
+assert set(CODE_OF_KIND) == set(QUORUM_STEP_TABLE) and len(KIND_OF_CODE) == len(QUORUM_STEP_TABLE), \
+    "one distinct code letter per quorum step kind"
+
+# Searched when --steps is not given: everything but the graceful resignation (opt-in: no claim
+# here needs it).
+DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(k for k in QUORUM_STEP_TABLE if k is not QuorumStepKind.RESIGN)
+
+# The claim of KIP-996 as a property the search judges (with ``QuorumSpace.returning``).
+STABLE_LEADER = "StableLeaderNotDisrupted"
+STABLE_LEADER_STATEMENT = ("the leader elected at the root keeps its leadership and its epoch while only the returning "
+                           "server's election (fetch) timeout fires: its followers keep fetching from it")
+PROPERTY_NAMES: tuple[str, ...] = QUORUM_INVARIANT_NAMES + (STABLE_LEADER,)
+PROPERTY_ORDER: dict[str, int] = {name: i for i, name in enumerate(PROPERTY_NAMES)}
+MAX_SERVERS = 9  # a server id is one digit of a code
+EXCHANGE_PASSES = 8  # an election's exchange rounds (each delivers only answers and the transitions they cause)
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumBounds:
+    """How far the search goes.  ``depth``: actions from the root.  ``epochs``: the highest epoch a
+    server may reach (a state above it is not explored: a state constraint).  ``appends``: client
+    records in all (named v1, v2, ...).  ``reconfigs``: VotersRecords appended by AddRaftVoter /
+    RemoveRaftVoter in all.  ``crashes`` / ``power_crashes`` / ``disk_losses``: in all.
+    ``lost_responses``: fetch responses lost in all.  ``messages``: messages left in flight on one link after an action (a state with more is not
+    explored); 0, the default: an action delivers its messages to the servers it names and every
+    other message it sent is lost (no message outlives the action that sent it)."""
+
+    depth: int = 1000
+    epochs: int = 3
+    appends: int = 1
+    reconfigs: int = 2
+    crashes: int = 0
+    power_crashes: int = 0
+    disk_losses: int = 0
+    lost_responses: int = 0
+    messages: int = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ExploreError(f"bound {f.name} must be an int >= 0, got {value!r}")
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)
+
+
+@dataclass(frozen=True)
+class QuorumSpace:
+    """What is searched: the servers, the protocol (a quorum variant with its knobs), the bounds and
+    the alphabet.  ``stable``: the root is a stable leader (the lowest voter elected by every voter,
+    then three fetch rounds of every other voter: everything committed, every follower knows the
+    high watermark) instead of every server just started.  ``returning`` (KIP-996's claim; implies
+    ``stable``) names the server that was partitioned: only its election timeout fires, and
+    ``StableLeaderNotDisrupted`` is judged in every state.  ``prefix``: actions taken from there
+    before the search starts (a start state given by its path; its steps lead every written file)."""
+
+    voters: tuple[int, ...]
+    observers: tuple[int, ...]
+    variant: QuorumVariant
+    bounds: QuorumBounds
+    alphabet: tuple[QuorumStepKind, ...] = DEFAULT_QUORUM_ALPHABET
+    returning: int | None = None
+    stable: bool = False  # the root is a stable leader (implied by ``returning``)
+    any_round: bool = False  # a vote round may reach any set of voters, not only none, a bare majority or all
+    prefix: str = ""  # actions (codes joined by spaces) taken after the root's prelude: the search starts there
+
+    def __post_init__(self) -> None:
+        ids = self.voters + self.observers
+        if not self.voters:
+            raise ExploreError("a quorum needs at least one voter")
+        if len(set(ids)) != len(ids) or any(not 1 <= i <= MAX_SERVERS for i in ids):
+            raise ExploreError(f"server ids must be distinct, 1..{MAX_SERVERS}, got {list(ids)}")
+        unknown = [k for k in self.alphabet if not isinstance(k, QuorumStepKind)]
+        if unknown:
+            raise ExploreError(f"unknown quorum step kinds {unknown}")
+        if self.returning is not None:
+            if self.returning not in self.voters or len(self.voters) < 2:
+                raise ExploreError(f"the returning server must be a voter other than the leader {min(self.voters)}, "
+                                   f"got {self.returning}")
+            if self.returning == min(self.voters):
+                raise ExploreError(f"the returning server must not be the leader {min(self.voters)}")
+
+    def has(self, kind: QuorumStepKind) -> bool:
+        return kind in self.alphabet
+
+    @property
+    def stable_root(self) -> bool:
+        return self.stable or self.returning is not None
+
+    def may_time_out(self, sid: int) -> bool:
+        return self.returning is None or sid == self.returning
+
+    @property
+    def servers(self) -> tuple[int, ...]:
+        return tuple(sorted(self.voters + self.observers))
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumCounters:
+    """What the bounds count along a path (part of a state)."""
+
+    appends: int = 0
+    reconfigs: int = 0
+    crashes: int = 0
+    power_crashes: int = 0
+    disk_losses: int = 0
+    lost_responses: int = 0
+
+
+class Node:
+    """One state as the search holds it: the quorum, its checker's ghost state, the counters, and
+    (claim only) the stable leader's id and epoch."""
+
+    __slots__ = ("q", "checker", "counters", "stable")
+
+    def __init__(self, q: Quorum, checker: QuorumChecker, counters: QuorumCounters,
+                 stable: tuple[int, int] | None) -> None:
+        self.q, self.checker, self.counters, self.stable = q, checker, counters, stable
+
+
+# -- canonical encoding -------------------------------------------------------------------------
+
+CONTROL_INDEX = {"data": 0, "LeaderChange": 1, "VotersRecord": 2}
+ROLE_INDEX: dict[QuorumRole, int] = {role: i for i, role in enumerate(QuorumRole)}
+
+
+def _record(r: QuorumRecord) -> tuple:
+    return (r.epoch, r.value, CONTROL_INDEX[r.control.value], r.voters)
+
+
+def _message(m: Message) -> tuple:
+    """A message as a tuple: a tag and its fields (records as tuples)."""
+    if isinstance(m, VoteRequest):
+        return (0, m.candidate_epoch, m.candidate_key, m.last_offset_epoch, m.last_offset, m.voter_key, m.pre_vote)
+    if isinstance(m, VoteResponse):
+        return (1, m.error, m.leader_epoch, m.leader_id, m.vote_granted, m.pre_vote)
+    if isinstance(m, BeginQuorumEpochRequest):
+        return (2, m.leader_epoch, m.leader_id, m.voter_key)
+    if isinstance(m, BeginQuorumEpochResponse):
+        return (3, m.error, m.leader_epoch, m.leader_id)
+    if isinstance(m, EndQuorumEpochRequest):
+        return (4, m.leader_epoch, m.leader_id, m.preferred_successors)
+    if isinstance(m, EndQuorumEpochResponse):
+        return (5, m.error, m.leader_epoch, m.leader_id)
+    if isinstance(m, FetchRequest):
+        return (6, m.replica_key, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.max_records)
+    if isinstance(m, FetchResponse):
+        return (7, m.error, m.leader_epoch, m.leader_id, tuple([_record(r) for r in m.records]), m.base_offset,
+                m.high_watermark, m.diverging_epoch, m.diverging_end_offset)
+    raise ExploreError(f"unknown message {m!r}")  # pragma: no cover - the message union is closed
+
+
+def _server(s: Server) -> tuple:
+    """Everything of a server that a future step or verdict reads.  Left out: what only records
+    history (``LeaderState.granting_voters`` and ``acknowledged``, ``backing_off``: written, never
+    read by a rule) and a campaign's votes and voter set outside a campaign (reset on entering one)."""
+    campaign = s.role in (QuorumRole.CANDIDATE, QuorumRole.PROSPECTIVE)
+    ls = s.leader_state
+    leader = None
+    if ls is not None:
+        pending = None if ls.pending is None else (ls.pending.operation, ls.pending.voter, ls.pending.offset)
+        leader = (ls.epoch, ls.epoch_start_offset, ls.high_watermark,
+                  tuple([(rid, r.key, r.end_offset, r.last_fetch_leader_leo, r.caught_up)
+                         for rid, r in sorted(ls.replicas.items())]), pending)
+    f = s.state_file
+    return (s.id, s.directory_id, s.bootstrap_voters, ROLE_INDEX[s.role], s.epoch, s.voted_key, s.leader,
+            tuple([_record(r) for r in s.log]), s.flushed, s.hw, s.cache.as_tuple(), (f.epoch, f.voted_key, f.leader),
+            tuple(sorted(s.votes_granted)) if campaign else (), tuple(sorted(s.votes_rejected)) if campaign else (),
+            s.election_voters if campaign else (), s.has_fetched_from_leader, leader)
+
+
+def canonical(node: Node) -> tuple:
+    """The state as nested tuples: every server (id order), every non-empty link (sorted) with its
+    messages in order, the checker's ghost state (the leader of each epoch, the committed records
+    and the epoch that committed each), the counters, the stable leader.  Not the step number, not
+    the last step's outcome."""
+    q, g, c = node.q, node.checker, node.counters
+    links = tuple([(link, tuple([_message(m) for m in q.in_flight[link]])) for link in sorted(q.in_flight)
+                   if q.in_flight[link]])
+    ghost = (tuple(sorted(g.leaders.items())), tuple([(o, _record(r)) for o, r in sorted(g.committed.items())]),
+             tuple(sorted(g.committed_in.items())))
+    return (tuple([_server(s) for _, s in sorted(q.servers.items())]), links, ghost,
+            (c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses), node.stable)
+
+
+def digest(t: tuple) -> bytes:
+    return hashlib.blake2b(marshal.dumps(t, MARSHAL_VERSION), digest_size=16).digest()
+
+
+def pack(t: tuple) -> bytes:
+    """A state as the frontier holds it: its canonical tuple, marshalled and compressed."""
+    return zlib.compress(marshal.dumps(t, MARSHAL_VERSION), 1)
+
+
+CONTROL_TYPES: tuple[ControlType, ...] = (ControlType.DATA, ControlType.LEADER_CHANGE, ControlType.VOTERS)
+ROLES: tuple[QuorumRole, ...] = tuple(QuorumRole)
+
+
+def _record_of(t: tuple) -> QuorumRecord:
+    return QuorumRecord(t[0], t[1], CONTROL_TYPES[t[2]], t[3])
+
+
+def _message_of(t: tuple) -> Message:
+    tag = t[0]
+    if tag == 0:
+        return VoteRequest(t[1], t[2], t[3], t[4], t[5], t[6])
+    if tag == 1:
+        return VoteResponse(t[1], t[2], t[3], t[4], t[5])
+    if tag == 2:
+        return BeginQuorumEpochRequest(t[1], t[2], t[3])
+    if tag == 3:
+        return BeginQuorumEpochResponse(t[1], t[2], t[3])
+    if tag == 4:
+        return EndQuorumEpochRequest(t[1], t[2], t[3])
+    if tag == 5:
+        return EndQuorumEpochResponse(t[1], t[2], t[3])
+    if tag == 6:
+        return FetchRequest(t[1], t[2], t[3], t[4], t[5])
+    return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8])
+
+
+def restore(space: QuorumSpace, packed: bytes) -> Node:
+    """The node of a packed canonical tuple (what ``canonical`` leaves out at its reset value)."""
+    servers_t, links, ghost, counters, stable = marshal.loads(zlib.decompress(packed))
+    q = Quorum(space.voters, space.observers, space.variant)
+    for (sid, directory_id, bootstrap, role, epoch, voted, leader, log, flushed, hw, cache, state_file, granted, rejected,
+         election_voters, fetched, ls) in servers_t:
+        leader_state = None
+        if ls is not None:
+            ls_epoch, start, high_watermark, replicas, pending = ls
+            leader_state = LeaderState(ls_epoch, start, (), high_watermark,
+                                       {rid: ReplicaState(key, end, leo, caught) for rid, key, end, leo, caught in replicas},
+                                       None if pending is None else PendingVoterChange(pending[0], pending[1], pending[2]))
+        q.servers[sid] = Server(sid, directory_id, bootstrap, ROLES[role], epoch, voted, leader,
+                                [_record_of(r) for r in log], flushed, hw, LeaderEpochCache("v2", cache),
+                                ElectionState(state_file[0], state_file[1], state_file[2]), set(granted), set(rejected),
+                                election_voters, False, fetched, leader_state)
+    q.in_flight = {link: deque([_message_of(m) for m in msgs]) for link, msgs in links}
+    leaders, committed, committed_in = ghost
+    checker = QuorumChecker(dict(leaders), {o: _record_of(r) for o, r in committed}, dict(committed_in))
+    return Node(q, checker, QuorumCounters(*counters), stable)
+
+
+def _clone_server(s: Server) -> Server:
+    ls = s.leader_state
+    leader_state = None
+    if ls is not None:
+        leader_state = LeaderState(ls.epoch, ls.epoch_start_offset, ls.granting_voters, ls.high_watermark,
+                                   {rid: ReplicaState(r.key, r.end_offset, r.last_fetch_leader_leo, r.caught_up)
+                                    for rid, r in ls.replicas.items()}, ls.pending, set(ls.acknowledged))
+    return Server(s.id, s.directory_id, s.bootstrap_voters, s.role, s.epoch, s.voted_key, s.leader, list(s.log), s.flushed,
+                  s.hw, s.cache.copy(), s.state_file, set(s.votes_granted), set(s.votes_rejected), s.election_voters,
+                  s.backing_off, s.has_fetched_from_leader, leader_state)
+
+
+def clone(space: QuorumSpace, node: Node) -> Node:
+    """An independent copy of a node (records, messages, keys and the state file are immutable: shared)."""
+    q = Quorum(space.voters, space.observers, space.variant)
+    q.servers = {sid: _clone_server(s) for sid, s in node.q.servers.items()}
+    q.in_flight = {link: deque(msgs) for link, msgs in node.q.in_flight.items() if msgs}
+    g = node.checker
+    return Node(q, QuorumChecker(dict(g.leaders), dict(g.committed), dict(g.committed_in)), node.counters, node.stable)
+
+
+# -- actions: codes, and the core steps each one takes -------------------------------------------
+
+
+class Taken:
+    """The core steps an action took and the properties they broke (judged after each step)."""
+
+    __slots__ = ("steps", "broken")
+
+    def __init__(self) -> None:
+        self.steps: list[QuorumStep] = []
+        self.broken: set[str] = set()
+
+
+def _apply(node: Node, taken: Taken, step: QuorumStep) -> None:
+    outcome = node.q.apply(step)
+    taken.steps.append(step)
+    if isinstance(step, Drop):  # a lost message changes no server: every verdict is the one before it
+        return
+    for name, _detail in node.checker.observe(node.q, outcome):
+        taken.broken.add(name)
+    if node.stable is not None:
+        leader, epoch = node.stable
+        s = node.q.servers[leader]
+        if s.role is not QuorumRole.LEADER or s.epoch != epoch:
+            taken.broken.add(STABLE_LEADER)
+
+
+def _deliver_all(node: Node, taken: Taken, source: int, destination: int, keep: int = 0) -> int:
+    """Deliver the messages in flight from ``source`` to ``destination``, oldest first, but the last
+    ``keep``; returns how many."""
+    q, n = node.q, 0
+    while len(q.in_flight.get((source, destination), ())) > keep and q.servers[destination].alive:
+        _apply(node, taken, Deliver(source, destination))
+        n += 1
+    return n
+
+
+def _exchange(node: Node, taken: Taken, source: int, destination: int) -> int:
+    """One exchange: every message from ``source`` to ``destination``, then every message back
+    (the answers, and whatever ``destination`` had sent before)."""
+    n = _deliver_all(node, taken, source, destination)
+    if node.q.servers[source].alive:
+        n += _deliver_all(node, taken, destination, source)
+    return n
+
+
+def _leaders(q: Quorum) -> list[int]:
+    return [sid for sid, s in sorted(q.servers.items()) if s.role is QuorumRole.LEADER and s.alive]
+
+
+def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
+    """The codes of every action that may apply here, sorted (each is tried; one that the core
+    refuses, that changes nothing or that leaves the bounds is not an edge)."""
+    q, b, c = node.q, space.bounds, node.counters
+    servers = q.servers
+    ids = sorted(servers)
+    alive = [sid for sid in ids if servers[sid].alive]
+    leaders = _leaders(q)
+    codes: list[str] = []
+    if space.has(QuorumStepKind.APPEND) and c.appends < b.appends:
+        codes += [f"A{lid}" for lid in leaders]
+    if space.has(QuorumStepKind.BEGIN_QUORUM_EPOCH):
+        codes += [f"B{lid}{v}" for lid in leaders for v in servers[lid].voter_ids()
+                  if v != lid and v in servers and servers[v].alive]
+    if space.has(QuorumStepKind.CRASH):
+        for sid in alive:
+            if c.crashes < b.crashes:
+                codes.append(f"C{sid}")
+            if c.power_crashes < b.power_crashes and servers[sid].flushed < servers[sid].leo:
+                codes.append(f"C{sid}p")  # differs from a process crash only with records not flushed
+    links = sorted(link for link, msgs in q.in_flight.items() if msgs)
+    if space.has(QuorumStepKind.DROP):
+        codes += [f"D{a}{d}" for a, d in links]
+    if space.has(QuorumStepKind.ELECTION_TIMEOUT):
+        for sid in alive:
+            s = servers[sid]
+            if s.role is QuorumRole.LEADER or not space.may_time_out(sid):
+                continue
+            voters = s.voter_ids()
+            others = [v for v in voters if v != sid and v in servers and servers[v].alive]
+            needed = len(voters) // 2 + 1 - (1 if sid in voters else 0)  # the others' votes a majority needs
+            for mask in range(1 << len(others)):
+                reached_ = [v for i, v in enumerate(others) if mask >> i & 1]
+                if space.any_round or len(reached_) in (0, needed, len(others)):
+                    codes.append("E" + str(sid) + "".join(str(v) for v in reached_))
+    if space.has(QuorumStepKind.FETCH):
+        for sid in alive:
+            s = servers[sid]
+            if s.role not in (QuorumRole.FOLLOWER, QuorumRole.UNATTACHED, QuorumRole.RESIGNED):
+                continue
+            if s.leader is not None and s.leader != sid:
+                if servers[s.leader].alive:
+                    codes.append(f"F{sid}")
+                    if c.lost_responses < b.lost_responses:
+                        codes.append(f"F{sid}x")
+            elif not s.is_voter():  # an observer that knows no leader asks a bootstrap server
+                codes += [f"F{sid}t{d}" for d in alive if d != sid]
+    if space.has(QuorumStepKind.RESIGN):
+        codes += [f"G{lid}" for lid in leaders]
+    if c.reconfigs < b.reconfigs:
+        for lid in leaders:
+            voters = servers[lid].voter_ids()
+            if space.has(QuorumStepKind.ADD_VOTER):
+                codes += [f"J{lid}{v}" for v in alive if v not in voters]
+            if space.has(QuorumStepKind.REMOVE_VOTER):
+                codes += [f"K{lid}{v}" for v in voters if v in servers]
+    if space.has(QuorumStepKind.LOSE_DISK) and c.disk_losses < b.disk_losses:
+        codes += [f"L{sid}" for sid in ids if not servers[sid].alive]
+    if space.has(QuorumStepKind.RESTART):
+        codes += [f"R{sid}" for sid in ids if not servers[sid].alive]
+    if space.has(QuorumStepKind.DELIVER):
+        codes += [f"X{a}{d}" for a, d in links if servers[d].alive]
+    return sorted(codes)
+
+
+def take(space: QuorumSpace, node: Node, code: str) -> Taken:
+    """Take the action ``code`` on ``node`` (changed in place); ``StepRefused`` when the core refuses
+    one of its steps (the action is then no edge)."""
+    taken = Taken()
+    kind = KIND_OF_CODE.get(code[:1])
+    c = node.counters
+    if kind is QuorumStepKind.APPEND:
+        _apply(node, taken, Append(f"v{c.appends + 1}", int(code[1])))
+        node.counters = QuorumCounters(c.appends + 1, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses)
+    elif kind is QuorumStepKind.BEGIN_QUORUM_EPOCH:  # the leader's beginQuorumEpochTimer: resent, answered
+        leader, voter = int(code[1]), int(code[2])
+        _apply(node, taken, BeginQuorumEpoch(leader, voter))
+        _exchange(node, taken, leader, voter)
+    elif kind is QuorumStepKind.CRASH:
+        if code.endswith("p"):
+            _apply(node, taken, QuorumCrash(int(code[1]), CrashMode.POWER))
+            node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes + 1, c.disk_losses, c.lost_responses)
+        else:
+            _apply(node, taken, QuorumCrash(int(code[1])))
+            node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes + 1, c.power_crashes, c.disk_losses, c.lost_responses)
+    elif kind is QuorumStepKind.DROP:
+        source, destination = int(code[1]), int(code[2])
+        while node.q.in_flight.get((source, destination)):
+            _apply(node, taken, Drop(source, destination))
+    elif kind is QuorumStepKind.ELECTION_TIMEOUT:
+        sid = int(code[1])
+        chosen = [int(ch) for ch in code[2:]]
+        _apply(node, taken, ElectionTimeout(sid))
+        for _ in range(EXCHANGE_PASSES):  # until quiet: pre-votes, votes, BeginQuorumEpoch and their answers
+            if not sum(_exchange(node, taken, sid, d) for d in chosen):
+                break
+    elif kind is QuorumStepKind.FETCH:
+        sid = int(code[1])
+        if code[2:3] == "t":
+            to = int(code[3])
+            _apply(node, taken, QuorumFetch(sid, to=to))
+            _exchange(node, taken, sid, to)
+        else:
+            known = node.q.servers[sid].leader
+            assert known is not None
+            _apply(node, taken, QuorumFetch(sid))
+            _deliver_all(node, taken, sid, known)
+            if code.endswith("x"):  # the response (the last message back) is lost
+                _deliver_all(node, taken, known, sid, keep=1)
+                if node.q.in_flight.get((known, sid)):
+                    _apply(node, taken, Drop(known, sid))
+                node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses,
+                                               c.lost_responses + 1)
+            else:
+                _deliver_all(node, taken, known, sid)
+    elif kind is QuorumStepKind.RESIGN:  # EndQuorumEpoch to every voter, answered
+        leader = int(code[1])
+        voters = node.q.servers[leader].voter_ids()
+        _apply(node, taken, Resign(leader))
+        for v in voters:
+            if v != leader and v in node.q.servers:
+                _exchange(node, taken, leader, v)
+    elif kind in (QuorumStepKind.ADD_VOTER, QuorumStepKind.REMOVE_VOTER):
+        leader, voter = int(code[1]), int(code[2])
+        step: QuorumStep = AddVoter(voter, leader) if kind is QuorumStepKind.ADD_VOTER else RemoveVoter(voter, leader)
+        outcome = node.q.apply(step)
+        if not any(isinstance(e, VotersAppended) for e in outcome.effects):
+            raise StepRefused(f"{code}: answered {[e['error'] for e in outcome.errors]}, nothing appended")
+        taken.steps.append(step)
+        for name, _detail in node.checker.observe(node.q, outcome):
+            taken.broken.add(name)
+        node.counters = QuorumCounters(c.appends, c.reconfigs + 1, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses)
+    elif kind is QuorumStepKind.LOSE_DISK:
+        _apply(node, taken, LoseDisk(int(code[1])))
+        node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses + 1, c.lost_responses)
+    elif kind is QuorumStepKind.RESTART:
+        _apply(node, taken, QuorumRestart(int(code[1])))
+    elif kind is QuorumStepKind.DELIVER:
+        _exchange(node, taken, int(code[1]), int(code[2]))
+    else:
+        raise ExploreError(f"unknown action code {code!r}")
+    if space.bounds.messages == 0:  # what the action did not deliver is lost
+        for source, destination in sorted(node.q.in_flight):
+            while node.q.in_flight[(source, destination)]:
+                _apply(node, taken, Drop(source, destination))
+    return taken
+
+
+def within_bounds(space: QuorumSpace, q: Quorum) -> bool:
+    """The state constraints: no epoch (in memory or in a quorum-state file) above ``epochs``, no
+    link with more than ``messages`` in flight."""
+    b = space.bounds
+    for _, s in sorted(q.servers.items()):
+        if s.epoch > b.epochs or s.state_file.epoch > b.epochs:
+            return False
+    return all(len(msgs) <= b.messages for msgs in q.in_flight.values())
+
+
+# -- the root ---------------------------------------------------------------------------------------
+
+
+def root(space: QuorumSpace) -> tuple[Node, list[QuorumStep], list[str]]:
+    """The search's first state (depth 0): every server started, or (``space.stable_root``) a stable
+    leader: the lowest voter elected by every other voter, then three fetch rounds of every other
+    voter in id order (the leader's records committed, every follower knowing the high watermark).
+    Returns the node, the core steps taken, and the properties they broke (none for a sound
+    protocol)."""
+    q = Quorum(space.voters, space.observers, space.variant)
+    node = Node(q, QuorumChecker(), QuorumCounters(), None)
+    steps: list[QuorumStep] = []
+    broken: set[str] = set()
+    if space.stable_root:
+        leader = min(space.voters)
+        others = [v for v in space.voters if v != leader]
+        for code in ["E" + str(leader) + "".join(str(v) for v in others)] + [f"F{v}" for v in others] * 3:
+            try:
+                taken = take(space, node, code)
+            except StepRefused as exc:
+                raise ExploreError(f"the stable leader's prelude failed at {code}: {exc}") from None
+            steps += taken.steps
+            broken |= taken.broken
+        s = q.servers[leader]
+        if s.role is not QuorumRole.LEADER:
+            raise ExploreError(f"the stable leader's prelude did not elect server {leader}")
+        if space.returning is not None:
+            node.stable = (leader, s.epoch)
+    for code in space.prefix.split(SEPARATOR) if space.prefix else []:
+        if code not in candidate_codes(space, node):
+            raise ExploreError(f"--prefix: action {code!r} is not offered after {len(steps)} steps")
+        try:
+            taken = take(space, node, code)
+        except StepRefused as exc:
+            raise ExploreError(f"--prefix: action {code!r} is refused: {exc}") from None
+        if not within_bounds(space, node.q):
+            raise ExploreError(f"--prefix: action {code!r} leaves the bounds")
+        steps += taken.steps
+        broken |= taken.broken
+    return node, steps, sorted(broken, key=PROPERTY_ORDER.__getitem__)
+
+
+# -- successors -----------------------------------------------------------------------------------
+
+
+class QuorumSuccessor(NamedTuple):
+    code: str
+    key: bytes
+    state: tuple  # the canonical tuple (packed only when it is new)
+    broken: tuple[str, ...]
+
+
+def expand(space: QuorumSpace, packed: bytes, key: bytes) -> list[QuorumSuccessor]:
+    """Every successor of one packed state (``key``: its digest), in code order, with the properties
+    each action broke.  An action the core refuses, that leaves the bounds, or that comes back to
+    the same state is no edge."""
+    parent = restore(space, packed)
+    out = []
+    for code in candidate_codes(space, parent):
+        node = clone(space, parent)
+        try:
+            taken = take(space, node, code)
+        except StepRefused:
+            continue
+        if not within_bounds(space, node.q):
+            continue
+        t = canonical(node)
+        child = digest(t)
+        if child == key:
+            continue
+        out.append(QuorumSuccessor(code, child, t, tuple(sorted(taken.broken, key=PROPERTY_ORDER.__getitem__))))
+    return out
+
+
+def replay_path(space: QuorumSpace, path: str) -> list[QuorumStep]:
+    """The core steps of a path (the root's prelude first), replayed from the root."""
+    node, steps, _ = root(space)
+    for code in path.split(SEPARATOR) if path else []:
+        if code not in candidate_codes(space, node):
+            raise ExploreError(f"action {code!r} is not offered after {len(steps)} steps of path {path!r}")
+        try:
+            taken = take(space, node, code)
+        except StepRefused as exc:
+            raise ExploreError(f"action {code!r} of path {path!r} is refused: {exc}") from None
+        steps += taken.steps
+    return steps
+
+
+def final_node(space: QuorumSpace, path: str) -> Node:
+    """The state a path ends in."""
+    node, _steps, _ = root(space)
+    for code in path.split(SEPARATOR) if path else []:
+        take(space, node, code)
+    return node
+
+
+def step_document(step: QuorumStep) -> dict[str, Any]:
+    """A core step as a scenario file writes it: ``{kind: {arg: value}}`` (arguments left at their
+    default are left out)."""
+    spec = QUORUM_STEP_TABLE[step.kind]
+    args: dict[str, Any] = {}
+    for arg in spec.args:
+        value = getattr(step, arg.name)
+        if value is None or (arg.default is not None and value == arg.default):
+            continue
+        args[arg.name] = value.value if isinstance(value, CrashMode) else value
+    return {step.kind.value: args}
+
+
+# -- the one-process engine -------------------------------------------------------------------------
+
+
+def search_quorum(space: QuorumSpace, on_level: Callable[[Level], None] = lambda _level: None,
+                  should_stop: Callable[[int], str | None] = lambda _states: None,
+                  clock: Callable[[], float] = lambda: 0.0, found: dict[str, tuple[int, str]] | None = None,
+                  on_state: Callable[[int, int, int], None] = lambda _d, _done, _n: None,
+                  until: frozenset[str] = frozenset()) -> Outcome:
+    """Breadth-first search in this process, as ``emulator.explore.search_local`` (same callbacks,
+    same ``Outcome``): the frontier in path order, each state's actions in code order, each new
+    state kept with the first (smallest) path that reaches it, each property with its smallest
+    depth and then smallest path.  ``clock`` only times the levels; nothing depends on it."""
+    violations: dict[str, tuple[int, str]] = {} if found is None else found
+    node, _steps, broken = root(space)
+    key = digest(canonical(node))
+    note_violations(violations, 0, "", broken)
+    visited: set[bytes] = {key}
+    frontier: list[tuple[str, bytes, bytes]] = [("", pack(canonical(node)), key)]
+    per_depth, transitions = [1], 0
+    for depth in range(1, space.bounds.depth + 1):
+        if not frontier:
+            return Outcome(per_depth, transitions, True, True, violations)
+        reason = reached(until, violations)
+        if reason:
+            return Outcome(per_depth, transitions, False, False, violations, reason)
+        began = clock()
+        level_transitions = 0
+        nxt: list[tuple[str, bytes, bytes]] = []
+        for done, (path, packed, parent_key) in enumerate(frontier):
+            if not done & 255:
+                on_state(depth, done, len(frontier))
+            reason = should_stop(sum(per_depth) + len(nxt))
+            if reason:
+                return Outcome(per_depth, transitions, False, False, violations, reason)
+            for s in expand(space, packed, parent_key):
+                level_transitions += 1
+                child_path = path + SEPARATOR + s.code if path else s.code
+                if s.broken:
+                    note_violations(violations, depth, child_path, s.broken)
+                if s.key not in visited:
+                    visited.add(s.key)
+                    nxt.append((child_path, pack(s.state), s.key))
+        transitions += level_transitions
+        per_depth.append(len(nxt))
+        frontier = nxt
+        on_level(Level(depth, len(nxt), level_transitions, clock() - began, sum(per_depth)))
+    # states at the last depth are found and judged but not expanded
+    return Outcome(per_depth, transitions, True, not frontier, violations)
