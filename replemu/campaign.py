@@ -350,16 +350,7 @@ def _cmd_campaign_quorum(args: argparse.Namespace, protocols: list[str]) -> int:
     ]
     print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
     report = run_quorum_campaign(args.seed, args.partitions, protocols, args.out, knobs=knobs)
-    if args.json:
-        print(dumps(report))
-        return EXIT_OK
-    for protocol, r in report["protocols"].items():
-        found = ", ".join(f"{k} {v}" for k, v in r["violations"].items()) or "no invariant violated"
-        print(f"{protocol:9} {r['partitions']} scenarios, {r['steps']} steps: {found}")
-        for e in r["examples"]:
-            print(f"          {e['invariant']} at step {e['step']} of scenario {e['partition']}: "
-                  f"replemu run {e['scenario_file']} --protocol {protocol}")
-    return EXIT_OK
+    return _print_report(report, args.json, "scenario")
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
@@ -383,14 +374,21 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     header = describe_campaign(args.seed, profiles[args.profile], args.partitions, protocols, args.engine, args.knobs)
     print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
     report = run_campaign(args.seed, args.profile, args.partitions, protocols, args.out, engine=args.engine, knobs=args.knobs)
-    if args.json:
+    return _print_report(report, args.json, "partition")
+
+
+def _print_report(report: dict[str, Any], as_json: bool, unit: str) -> int:
+    """A campaign's report: its JSON, or per protocol the counts and how to replay each example
+    (``unit``: what a generated case is called, partition or scenario)."""
+    if as_json:
         print(dumps(report))
         return EXIT_OK
+    width = max((len(p) for p in report["protocols"]), default=0)
     for protocol, r in report["protocols"].items():
         found = ", ".join(f"{k} {v}" for k, v in r["violations"].items()) or "no invariant violated"
-        print(f"{protocol:7} {r['partitions']} partitions, {r['steps']} steps: {found}")
+        print(f"{protocol:{width}} {r['partitions']} {unit}s, {r['steps']} steps: {found}")
         for e in r["examples"]:
-            print(f"        {e['invariant']} at step {e['step']} of partition {e['partition']}: "
+            print(f"{'':{width + 2}}{e['invariant']} at step {e['step']} of {unit} {e['partition']}: "
                   f"replemu run {e['scenario_file']} --protocol {protocol}")
     return EXIT_OK
 

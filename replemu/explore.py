@@ -113,8 +113,11 @@ def _config_text(c: Config) -> str:
 class Printer:
     """Progress per depth, and within a long level every few seconds."""
 
-    def __init__(self, protocol: str, out: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, protocol: str, out: TextIO, clock: Callable[[], float] = time.monotonic,
+                 order: dict[str, int] | None = None) -> None:
+        """``order``: the registry order of the invariants reported (default: the partition family's)."""
         self.protocol, self.out, self.clock = protocol, out, clock
+        self.order = order
         self.last_line = clock()
         self.previous: Level | None = None
         self.reported: set[str] = set()
@@ -135,7 +138,7 @@ class Printer:
         timing = "resumed: found by an earlier run" if lv.resumed else f"in {lv.seconds:.1f} s ({rate:,.0f}/s){estimate}"
         self.out.write(f"{self.protocol} depth {lv.depth}: {lv.new_states:,} new states ({lv.distinct_states:,} in all), "
                        f"{lv.transitions:,} transitions {timing}\n")
-        for name, (depth, path) in by_depth(violations):
+        for name, (depth, path) in by_depth(violations, self.order):
             if name not in self.reported and depth <= lv.depth:
                 self.reported.add(name)
                 self.out.write(f"  {name} first broken at depth {depth}: {path}\n")
@@ -144,9 +147,10 @@ class Printer:
         self.last_line = self.clock()
 
 
-def by_depth(violations: dict[str, tuple[int, str]]) -> list[tuple[str, tuple[int, str]]]:
-    """Violations shallowest first, then in registry order."""
-    return sorted(violations.items(), key=lambda kv: (kv[1][0], INVARIANT_ORDER[kv[0]]))
+def by_depth(violations: dict[str, tuple[int, str]], order: dict[str, int] | None = None) -> list[tuple[str, tuple[int, str]]]:
+    """Violations shallowest first, then in registry order (``order``: default the partition registry's)."""
+    rank = order if order is not None else INVARIANT_ORDER
+    return sorted(violations.items(), key=lambda kv: (kv[1][0], rank[kv[0]]))
 
 
 def scenario_for(space: Space, protocol: str, invariant: str, path: str, knobs: dict[str, Any]) -> tuple[Scenario, list[str]]:

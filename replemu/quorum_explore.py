@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from emulator.explore import Level, Outcome
 from emulator.quorum_explore import (
@@ -81,35 +81,9 @@ def describe(req: QuorumRequest) -> str:
 
 
 def by_depth(violations: dict[str, tuple[int, str]]) -> list[tuple[str, tuple[int, str]]]:
-    return sorted(violations.items(), key=lambda kv: (kv[1][0], PROPERTY_ORDER[kv[0]]))
+    from .explore import by_depth as in_order
 
-
-class QuorumPrinter:
-    """Progress per depth (the partition explorer's lines), and within a long level every 10 s."""
-
-    def __init__(self, protocol: str, out: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
-        self.protocol, self.out, self.clock = protocol, out, clock
-        self.last_line = clock()
-        self.reported: set[str] = set()
-
-    def heartbeat(self, depth: int, done: int, frontier: int) -> None:
-        now = self.clock()
-        if done and now - self.last_line >= 10:
-            self.out.write(f"{self.protocol} depth {depth}: {done:,} of {frontier:,} states of depth {depth - 1} expanded "
-                           f"({100 * done // frontier}%)\n")
-            self.out.flush()
-            self.last_line = now
-
-    def level(self, lv: Level, violations: dict[str, tuple[int, str]]) -> None:
-        rate = lv.transitions / lv.seconds if lv.seconds > 0 else 0.0
-        self.out.write(f"{self.protocol} depth {lv.depth}: {lv.new_states:,} new states ({lv.distinct_states:,} in all), "
-                       f"{lv.transitions:,} transitions in {lv.seconds:.1f} s ({rate:,.0f}/s)\n")
-        for name, (depth, path) in by_depth(violations):
-            if name not in self.reported and depth <= lv.depth:
-                self.reported.add(name)
-                self.out.write(f"  {name} first broken at depth {depth}: {path}\n")
-        self.out.flush()
-        self.last_line = self.clock()
+    return in_order(violations, PROPERTY_ORDER)
 
 
 def kebab(name: str) -> str:
@@ -194,7 +168,9 @@ def explore_quorum(req: QuorumRequest, out: TextIO = sys.stdout) -> dict[str, An
     """Search ``req``; returns its result object (progress goes to ``out``)."""
     out.write(describe(req) + "\n")
     out.flush()
-    printer = QuorumPrinter(req.protocol, out)
+    from .explore import Printer
+
+    printer = Printer(req.protocol, out, order=PROPERTY_ORDER)
     began = time.monotonic()
     found: dict[str, tuple[int, str]] = {}
 
