@@ -1,0 +1,51 @@
+"""What must hold in every metadata-quorum preset, over generated runs (docs/quorum.md).
+
+The generator is the quorum campaign's (``emulator.quorum_workload.generate_quorum_scenario``: a
+random walk over ``QUORUM_STEP_TABLE`` from one seed, every step one the protocol takes); here
+hypothesis draws the seed, the scenario number and the preset, with the reconfiguration rule on
+(each preset's own setting). After every step:
+
+* HW <= LEO on every running server, and a leader's HW never goes down while it leads in one epoch;
+* no safety invariant breaks: ElectionSafety, LeaderCompleteness, LogMatchingBelowHighWatermark,
+  ReconfigOneAtATime and HighWatermarkMajority never; Durability only once two servers of a
+  voter set have lost their disks (more than a quorum of three survives: a loss the protocol
+  cannot prevent).
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from emulator.quorum import Quorum
+from emulator.quorum_invariants import QuorumChecker
+from emulator.quorum_run import parse_quorum_scenario
+from emulator.quorum_state import QuorumRole
+from emulator.quorum_variants import QUORUM_VARIANT_NAMES, quorum_variant_named
+from emulator.quorum_workload import generate_quorum_scenario
+
+RUNS = settings(deadline=None, max_examples=120, suppress_health_check=[HealthCheck.too_slow])
+
+
+@RUNS
+@given(st.integers(0, 10**6), st.integers(0, 10**6), st.sampled_from(QUORUM_VARIANT_NAMES))
+def test_every_preset_keeps_its_safety_over_generated_runs(seed, k, protocol):
+    doc = generate_quorum_scenario(seed, k, protocol)
+    scenario = parse_quorum_scenario(doc)
+    q = Quorum(tuple(scenario.voters), tuple(scenario.observers), quorum_variant_named(protocol, {}))
+    checker = QuorumChecker()
+    leader_hw: dict[tuple[int, int], int] = {}
+    disks_lost = 0
+    for number, step in enumerate(scenario.steps, 1):
+        outcome = q.apply(step)
+        disks_lost += type(step).__name__ == "LoseDisk"
+        where = f"{protocol} seed {seed} scenario {k} step {number}"
+        for sid, s in sorted(q.servers.items()):
+            if s.role is QuorumRole.STOPPED:
+                continue
+            assert s.hw <= s.leo, f"{where}: server {sid} HW {s.hw} above its LEO {s.leo}"
+            if s.role is QuorumRole.LEADER:
+                assert s.hw >= leader_hw.get((sid, s.epoch), 0), f"{where}: leader {sid}'s HW went down in epoch {s.epoch}"
+                leader_hw[(sid, s.epoch)] = s.hw
+        for name, detail in checker.observe(q, outcome):
+            assert name == "Durability" and disks_lost >= 2, f"{where}: {name}: {detail}"
