@@ -588,7 +588,20 @@ class ExpectationsObserver:
 
     def on_spark_batch(self, kinds: Any, batch_id: int, output_dir: Path, counts: dict[str, int] | None = None) -> None:
         """The suites on one micro-batch: ``kinds`` maps an output kind to a Spark DataFrame;
-        ``counts`` (rows per kind, when the caller knows them) picks each frame's engine."""
+        ``counts`` (rows per kind, when the caller knows them) picks the engines: a batch of at most
+        ``driver_rows_limit`` rows of the validated kinds has them fetched and validated here
+        (``on_batch``: three plain fetches, ~0.4 s for a small batch against ~1.7 s for the frames
+        computed by Spark), a larger one each frame as ``frame_engines`` says (``on_spark``)."""
+        from expectations.spark_frames import VALIDATED_KINDS
+
+        if (isinstance(kinds, dict) and counts is not None
+                and sum(int(counts.get(k, 0)) for k in VALIDATED_KINDS) <= self.driver_rows_limit):
+            from streaming.sink import sorted_kind_table
+
+            self.engines.append("pandas")
+            self.on_batch({k: sorted_kind_table(k, df.toArrow()).to_pandas() for k, df in kinds.items() if k in VALIDATED_KINDS},
+                          batch_id, output_dir)
+            return
         self.on_spark(kinds, batch_id, output_dir, counts)
 
     def frame_engines(self, counts: dict[str, int] | None) -> dict[str, str]:
