@@ -94,6 +94,14 @@ def step_code(kind: StepKind, replica: int | None = None, flag: str = "") -> str
 DEFAULT_ALPHABET: tuple[StepKind, ...] = tuple(k for k in StepKind if k not in (StepKind.TICK, StepKind.LAG_METADATA))
 
 
+def check_bounds(bounds: Any) -> None:
+    """Every field of a search's bounds (a dataclass) is an int >= 0, else ``ExploreError``."""
+    for f in fields(bounds):
+        value = getattr(bounds, f.name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ExploreError(f"bound {f.name} must be an int >= 0, got {value!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class Bounds:
     """How far the search goes.
@@ -111,10 +119,7 @@ class Bounds:
     power_crashes: int = 0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ExploreError(f"bound {f.name} must be an int >= 0, got {value!r}")
+        check_bounds(self)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -26,11 +26,11 @@ import hashlib
 import marshal
 import zlib
 from collections import deque
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, NamedTuple
 
 from ._build import rebuilt
-from .explore import SEPARATOR, ExploreError, Level, Outcome, note_violations, reached
+from .explore import SEPARATOR, ExploreError, Level, Outcome, check_bounds, note_violations, reached
 from .quorum import Quorum, QuorumOutcome
 from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
 from .epoch_cache import LeaderEpochCache
@@ -94,10 +94,7 @@ class QuorumBounds:
     messages: int = 0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ExploreError(f"bound {f.name} must be an int >= 0, got {value!r}")
+        check_bounds(self)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

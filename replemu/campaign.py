@@ -178,16 +178,12 @@ def _simplifications(step) -> list:
     return out
 
 
-def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None) -> Scenario:
-    """The smallest scenario found that still breaks ``invariant`` under ``protocol``."""
-    prepare = seeder_for(scenario.initial_state)  # replica directories are read once
-    if not breaks(scenario, protocol, invariant, prepare):
-        raise ValueError(f"{scenario.name} does not break {invariant} under {protocol}")
-    test = lambda steps: breaks(replace(scenario, steps=tuple(steps)), protocol, invariant, prepare)  # noqa: E731
-    steps = ddmin(list(scenario.steps), test)
-    log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
+def reduce_to_fixpoint(steps: list, test: Callable[[list], bool], simpler: Callable[[Any], Iterable[Any]]) -> list:
+    """After ddmin: remove single steps and replace a step by a simpler one (``simpler(step)``,
+    each a parsed step, tried lazily in order) while ``test`` still holds, until neither helps.
+    An empty candidate is never tried."""
     changed = True
-    while changed:  # single-step removal and argument simplification to a fixpoint
+    while changed:
         changed = False
         for i in range(len(steps)):
             candidate = steps[:i] + steps[i + 1:]
@@ -197,15 +193,27 @@ def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str
         if changed:
             continue
         for i, step in enumerate(steps):
-            for simpler in _simplifications(step):
-                (kind, args), = simpler.items()
-                candidate_step = parse_step(kind, args, scenario.replicas)
-                candidate = steps[:i] + [candidate_step] + steps[i + 1:]
+            for simpler_step in simpler(step):
+                candidate = steps[:i] + [simpler_step] + steps[i + 1:]
                 if test(candidate):
                     steps, changed = candidate, True
                     break
             if changed:
                 break
+    return steps
+
+
+def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None) -> Scenario:
+    """The smallest scenario found that still breaks ``invariant`` under ``protocol``."""
+    prepare = seeder_for(scenario.initial_state)  # replica directories are read once
+    if not breaks(scenario, protocol, invariant, prepare):
+        raise ValueError(f"{scenario.name} does not break {invariant} under {protocol}")
+    test = lambda steps: breaks(replace(scenario, steps=tuple(steps)), protocol, invariant, prepare)  # noqa: E731
+    steps = ddmin(list(scenario.steps), test)
+    log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
+    steps = reduce_to_fixpoint(steps, test, lambda step: (parse_step(kind, args, scenario.replicas)
+                                                          for simpler in _simplifications(step)
+                                                          for kind, args in simpler.items()))
     log(f"simplified: {len(steps)} steps")
     return replace(scenario, steps=tuple(steps))
 
@@ -247,25 +255,9 @@ def shrink_quorum(scenario, protocol: str, invariant: str, log: Callable[[str], 
     test = lambda steps: bool(steps) and quorum_breaks(replace(scenario, steps=tuple(steps)), protocol, invariant)  # noqa: E731
     steps = ddmin(list(scenario.steps), test)
     log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(steps)):
-            candidate = steps[:i] + steps[i + 1:]
-            if test(candidate):
-                steps, changed = candidate, True
-                break
-        if changed:
-            continue
-        for i, step in enumerate(steps):
-            for simpler in _quorum_simplifications(step):
-                (kind, args), = simpler.items()
-                candidate = steps[:i] + [parse_quorum_step(kind, args, scenario.servers)] + steps[i + 1:]
-                if test(candidate):
-                    steps, changed = candidate, True
-                    break
-            if changed:
-                break
+    steps = reduce_to_fixpoint(steps, test, lambda step: (parse_quorum_step(kind, args, scenario.servers)
+                                                          for simpler in _quorum_simplifications(step)
+                                                          for kind, args in simpler.items()))
     log(f"simplified: {len(steps)} steps")
     return replace(scenario, steps=tuple(steps))
 
