@@ -23,8 +23,8 @@ import tempfile
 from pathlib import Path
 
 from setuptools import Extension, setup
-from setuptools.errors import BaseError, CCompilerError
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import BaseError, CCompilerError
 
 HERE = Path(__file__).resolve().parent
 CORE = HERE / "emulator"

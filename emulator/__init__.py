@@ -13,12 +13,12 @@ from ._build import build_of, choose_build
 # Before any other submodule is imported: stale compiled modules, or REPLEMU_PURE=1, mean the .py files.
 BUILD_REASON = choose_build(__name__, __file__)
 
+from . import run as _run  # noqa: E402
 from .checker import Checker  # noqa: E402
 from .config import Config, ConfigError, parse_config  # noqa: E402
 from .follower import EmulatorBug  # noqa: E402
 from .partition import Partition  # noqa: E402
 from .result import RESULT_FORMAT, dumps  # noqa: E402
-from . import run as _run  # noqa: E402
 from .run import Replay, run_scenario  # noqa: E402
 from .scenario import Scenario, ScenarioError, parse_scenario  # noqa: E402
 from .steps import STEP_TABLE, Step, StepError, StepKind  # noqa: E402

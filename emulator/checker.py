@@ -29,10 +29,30 @@ from typing import TYPE_CHECKING, Any, Callable
 from ._build import mypyc_attr
 from .bugs import UndeclaredChange as UndeclaredChange  # defined where it is never compiled
 from .effects import (
-    Acked, Appended, CacheChanged, Effect, EpochReused, IsrWritten, LeaderHw, LeadershipEnded, PowerLoss,
-    MetadataChanged, RoleChanged, Truncated, UncleanElection,
+    Acked,
+    Appended,
+    CacheChanged,
+    Effect,
+    EpochReused,
+    IsrWritten,
+    LeaderHw,
+    LeadershipEnded,
+    MetadataChanged,
+    PowerLoss,
+    RoleChanged,
+    Truncated,
+    UncleanElection,
 )
-from .invariants import EFFECT_CHANGE_MASKS, INPUT_BITS, REGISTRY, STEP_CHANGE_MASKS, Input, Invariant, Tier, mask
+from .invariants import (
+    EFFECT_CHANGE_MASKS,
+    INPUT_BITS,
+    REGISTRY,
+    STEP_CHANGE_MASKS,
+    Input,
+    Invariant,
+    Tier,
+    mask,
+)
 from .log import Log
 from .replica import FetchState, Role
 

@@ -52,13 +52,39 @@ from .epoch_cache import LeaderEpochCache
 from .invariants import REGISTRY
 from .levels import LevelStore, VisitedSet
 from .log import Log
-from .replica import AlterPartitionRequest, FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Role
+from .replica import (
+    AlterPartitionRequest,
+    FetchState,
+    LeaderAndIsrRequest,
+    LeaderState,
+    PendingAck,
+    Role,
+)
 from .replica_manager import newer_requests
 from .run import Replay
 from .state import clone
 from .steps import (
-    AlterPartition, CheckpointHw, ControllerRemove, Crash, CrashMode, Elect, Fence, Fetch, FetchResponse, Flush,
-    LagMetadata, LeaderAndIsr, LogInfo, Produce, Restart, Shutdown, ShrinkIsr, Step, StepKind, Tick, Unfence,
+    AlterPartition,
+    CheckpointHw,
+    ControllerRemove,
+    Crash,
+    CrashMode,
+    Elect,
+    Fence,
+    Fetch,
+    FetchResponse,
+    Flush,
+    LagMetadata,
+    LeaderAndIsr,
+    LogInfo,
+    Produce,
+    Restart,
+    ShrinkIsr,
+    Shutdown,
+    Step,
+    StepKind,
+    Tick,
+    Unfence,
 )
 from .variants import ProtocolVariant
 

@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 from .bugs import EmulatorBug as EmulatorBug  # defined where it is never compiled
 from .effects import RoleChanged
 from .epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from .leader import maybe_expand_isr, maybe_increment_high_watermark, stop_leading, update_follower_fetch_state
+from .leader import (
+    maybe_expand_isr,
+    maybe_increment_high_watermark,
+    stop_leading,
+    update_follower_fetch_state,
+)
 from .log import append, truncate_to
 from .recovery import lose_memory
 from .replica import FetchState, LeaderAndIsrRequest, Replica, Role

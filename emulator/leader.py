@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING
 
 from .effects import Acked, CacheChanged, IsrWritten, LeaderHw, LeadershipEnded
 from .log import append
-from .replica import NEVER, UNKNOWN_OFFSET, AlterPartitionRequest, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
+from .replica import (
+    NEVER,
+    UNKNOWN_OFFSET,
+    AlterPartitionRequest,
+    LeaderAndIsrRequest,
+    LeaderState,
+    PendingAck,
+    Replica,
+    Role,
+)
 from .steps import Produce, ShrinkIsr, Tick
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only

@@ -20,13 +20,48 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
-from .quorum_state import (BecameLeader, BeginQuorumEpochRequest, BeginQuorumEpochResponse, ControlType, ElectionState,
-                           EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse,
-                           HighWatermarkAdvanced, LeaderState, Message, PendingVoterChange, QuorumEffect, QuorumRecord,
-                           QuorumRole, ReplicaKey, ReplicaState, Server, Truncated, VoteRequest, VoteResponse,
-                           VotersAppended, is_voter_key, majority)
-from .quorum_steps import (AddVoter, Append, BeginQuorumEpoch, Deliver, Drop, ElectionTimeout, LoseDisk, QuorumCrash,
-                           QuorumFetch, QuorumRestart, QuorumStep, RemoveVoter, Resign)
+from .quorum_state import (
+    BecameLeader,
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    ControlType,
+    ElectionState,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    HighWatermarkAdvanced,
+    LeaderState,
+    Message,
+    PendingVoterChange,
+    QuorumEffect,
+    QuorumRecord,
+    QuorumRole,
+    ReplicaKey,
+    ReplicaState,
+    Server,
+    Truncated,
+    VoteRequest,
+    VoteResponse,
+    VotersAppended,
+    is_voter_key,
+    majority,
+)
+from .quorum_steps import (
+    AddVoter,
+    Append,
+    BeginQuorumEpoch,
+    Deliver,
+    Drop,
+    ElectionTimeout,
+    LoseDisk,
+    QuorumCrash,
+    QuorumFetch,
+    QuorumRestart,
+    QuorumStep,
+    RemoveVoter,
+    Resign,
+)
 from .quorum_variants import KRAFT853, QuorumVariant
 from .scenario import StepRefused
 from .steps import CrashMode

@@ -30,16 +30,46 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, NamedTuple
 
 from ._build import rebuilt
-from .explore import SEPARATOR, ExploreError, Level, Outcome, check_bounds, note_violations, reached
-from .quorum import Quorum, QuorumOutcome
-from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
 from .epoch_cache import LeaderEpochCache
-from .quorum_state import (BeginQuorumEpochRequest, BeginQuorumEpochResponse, ControlType, ElectionState,
-                           EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse, LeaderState,
-                           Message, PendingVoterChange, QuorumRecord, QuorumRole, ReplicaState, Server, VoteRequest,
-                           VoteResponse, VotersAppended)
-from .quorum_steps import (QUORUM_STEP_TABLE, AddVoter, Append, BeginQuorumEpoch, Deliver, Drop, ElectionTimeout,
-                           LoseDisk, QuorumCrash, QuorumFetch, QuorumRestart, QuorumStep, RemoveVoter, Resign)
+from .explore import SEPARATOR, ExploreError, Level, Outcome, check_bounds, note_violations, reached
+from .quorum import Quorum
+from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
+from .quorum_state import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    ControlType,
+    ElectionState,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    LeaderState,
+    Message,
+    PendingVoterChange,
+    QuorumRecord,
+    QuorumRole,
+    ReplicaState,
+    Server,
+    VoteRequest,
+    VoteResponse,
+    VotersAppended,
+)
+from .quorum_steps import (
+    QUORUM_STEP_TABLE,
+    AddVoter,
+    Append,
+    BeginQuorumEpoch,
+    Deliver,
+    Drop,
+    ElectionTimeout,
+    LoseDisk,
+    QuorumCrash,
+    QuorumFetch,
+    QuorumRestart,
+    QuorumStep,
+    RemoveVoter,
+    Resign,
+)
 from .quorum_variants import QuorumVariant
 from .scenario import StepRefused
 from .steps import CrashMode, QuorumStepKind

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .quorum import Quorum, QuorumOutcome
-from .quorum_state import HighWatermarkAdvanced, QuorumRecord, QuorumRole, Server, VotersAppended, is_voter_key, majority
+from .quorum_state import (
+    HighWatermarkAdvanced,
+    QuorumRecord,
+    QuorumRole,
+    Server,
+    VotersAppended,
+    is_voter_key,
+    majority,
+)
 
 
 @dataclass

@@ -16,7 +16,17 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from .bounds import short_repr
-from .steps import Arg, ArgType, CrashMode, QuorumStepKind, StepError, StepSpec, _value, step_rows_markdown, steps_markdown
+from .steps import (
+    Arg,
+    ArgType,
+    CrashMode,
+    QuorumStepKind,
+    StepError,
+    StepSpec,
+    _value,
+    step_rows_markdown,
+    steps_markdown,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,10 +9,10 @@ from ._build import mypyc_attr
 from .checker import Checker, Judging, input_values
 from .config import Config
 from .effects import Effect
+from .kraft import REFUSED
 from .partition import Partition
 from .result import compacted_prefix, result_object, state_snapshot
-from .kraft import REFUSED
-from .scenario import Scenario, ScenarioError, StepRefused
+from .scenario import Scenario, StepRefused
 from .steps import Step, describe_step, step_to_dict
 from .variants import ProtocolVariant, knob_overrides, variant_named
 

@@ -21,7 +21,15 @@ from .checker import AckInfo
 from .config import Config
 from .epoch_cache import LeaderEpochCache
 from .log import Log
-from .replica import AlterPartitionRequest, FetchState, LeaderAndIsrRequest, LeaderState, PendingAck, Replica, Role
+from .replica import (
+    AlterPartitionRequest,
+    FetchState,
+    LeaderAndIsrRequest,
+    LeaderState,
+    PendingAck,
+    Replica,
+    Role,
+)
 from .run import Replay
 from .variants import variant_named
 

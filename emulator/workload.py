@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterator, NoReturn
 
 from .bounds import short_repr
-from .replica import Role
 from .partition import Partition
+from .replica import Role
 from .scenario import Scenario, parse_partition, parse_scenario
 from .steps import parse_step
 from .variants import VARIANTS

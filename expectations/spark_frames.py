@@ -47,8 +47,9 @@ _CACHE_INCREASING = ("size(c) < 2 OR forall(sequence(1, size(c) - 1), "
 
 def empty_kind(spark, kind: str):
     """An empty DataFrame of one output kind's columns and types (a kind the batch has no rows of)."""
-    from streaming.schemas import KIND_COLUMNS, OUTPUT_SCHEMA
     from pyspark.sql.types import StructType
+
+    from streaming.schemas import KIND_COLUMNS, OUTPUT_SCHEMA
 
     fields = {f.name: f for f in OUTPUT_SCHEMA.fields}
     return spark.createDataFrame([], StructType([fields[c] for c in KIND_COLUMNS[kind]]))
@@ -62,6 +63,7 @@ def kind_dataframes(rows) -> dict[str, Any]:
     ``streaming.pipeline.replicate`` returns) as the kinds ``validation_frames_spark`` reads:
     kind -> DataFrame of that kind's rows (lazy filters of ``rows``)."""
     from pyspark.sql import functions as F
+
     from streaming.schemas import KIND_COLUMNS
 
     return {kind: rows.where(F.col("kind") == kind).select(*KIND_COLUMNS[kind]) for kind in VALIDATED_KINDS}

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from emulator.invariants import INVARIANTS, REGISTRY
-from streaming.sink import kind_frames, write_batch_dir
-from streaming.results import violated_in_summary
 from expectations.spark_frames import INDEX_COLUMNS
+from streaming.results import violated_in_summary
+from streaming.sink import kind_frames, write_batch_dir
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
 
@@ -140,8 +140,8 @@ def frames_from_outputs(outputs: dict[str, Any], family: str = "partition") -> d
 
     summary = outputs.get("summary", empty)
     if family == "quorum":
-        from expectations.spark_frames import QUORUM_PARTITION_COLUMNS
         from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
+        from expectations.spark_frames import QUORUM_PARTITION_COLUMNS
 
         rows = [{"partition_key": f"{s['topic']}/{s['partition']}",
                  **{name: name in set((s["violated"] or "").split(",")) for name in QUORUM_INVARIANT_NAMES}}
@@ -219,7 +219,9 @@ class BatchValidator:
             raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
         import great_expectations as gx
         from great_expectations.data_context.types.base import (
-            DataContextConfig, InMemoryStoreBackendDefaults, ProgressBarsConfig,
+            DataContextConfig,
+            InMemoryStoreBackendDefaults,
+            ProgressBarsConfig,
         )
 
         self.gx = gx

@@ -10,16 +10,31 @@ The public Python API (docs/api.md) is this package's top level: ``replemu.run``
 version.  Every other module is private by convention.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 # The submodules ``replemu.explore`` and ``replemu.campaign`` share their names with the API's
 # functions.  Importing a submodule sets it as an attribute of the package the first time it is
 # loaded, so they are loaded here, before the functions are bound: later imports find them in
 # sys.modules and leave ``replemu.explore`` the function.
-from . import campaign as _campaign_module, explore as _explore_module  # noqa: F401
+from . import campaign as _campaign_module  # noqa: F401
+from . import explore as _explore_module  # noqa: F401
 from .api import (  # noqa: F401  (the public API)
-    VARIANTS, Expectations, Scenario, ScenarioError, campaign, events_frame, explore, final_logs, load_scenario, replicate,
-    run, scenario, spark_session, split_kinds, trace_frame,
+    VARIANTS,
+    Expectations,
+    Scenario,
+    ScenarioError,
+    campaign,
+    events_frame,
+    explore,
+    final_logs,
+    load_scenario,
+    replicate,
+    run,
+    scenario,
+    spark_session,
+    split_kinds,
+    trace_frame,
 )
 
 try:

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from emulator.explore import Bounds, Reduction
-from emulator.quorum_run import QuorumScenario, is_quorum_document, parse_quorum_scenario, run_quorum_scenario
+from emulator.quorum_run import (
+    QuorumScenario,
+    is_quorum_document,
+    parse_quorum_scenario,
+    run_quorum_scenario,
+)
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from emulator.run import run_scenario
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
@@ -102,7 +107,8 @@ def explore(protocol: str = "kip320", replicas: int = 2, depth: int = 8, records
     ``progress``: a text stream for the per-depth lines (default: none)."""
     from emulator.config import parse_config
     from emulator.explore import DEFAULT_ALPHABET
-    from replemu.explore import Request, explore as search
+    from replemu.explore import Request
+    from replemu.explore import explore as search
 
     if protocol not in VARIANTS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(VARIANTS)})")

@@ -18,9 +18,12 @@ from typing import Sequence
 
 import emulator
 from emulator import VARIANT_NAMES
-from emulator.quorum_variants import QUORUM_KNOBS, QUORUM_VARIANT_NAMES, parse_quorum_knob_assignments
+from emulator.quorum_variants import (
+    QUORUM_KNOBS,
+    QUORUM_VARIANT_NAMES,
+    parse_quorum_knob_assignments,
+)
 from emulator.variants import KNOBS, KnobError, parse_knob_assignments
-
 from streaming.checkpoint import CHANGEABLE_IDENTITY
 from streaming.triggers import TRIGGER_HELP
 

@@ -21,7 +21,15 @@ from typing import Any, Callable, TextIO
 
 from emulator.config import Config
 from emulator.explore import (
-    DEFAULT_ALPHABET, INVARIANT_ORDER, Bounds, Level, Outcome, Reduction, Space, replay_path, search_local,
+    DEFAULT_ALPHABET,
+    INVARIANT_ORDER,
+    Bounds,
+    Level,
+    Outcome,
+    Reduction,
+    Space,
+    replay_path,
+    search_local,
 )
 from emulator.invariants import INVARIANT_NAMES
 from emulator.levels import WorkDirError
@@ -269,12 +277,13 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> li
                 raise KeyboardInterrupt
             if req.max_states is not None and distinct >= req.max_states:
                 return f"--max-states {req.max_states} reached"
-            if req.max_seconds is not None and time.monotonic() - began >= req.max_seconds:
+            # (called only inside this protocol's search: the loop variables are this protocol's)
+            if req.max_seconds is not None and time.monotonic() - began >= req.max_seconds:  # noqa: B023
                 return f"--max-seconds {req.max_seconds:g} reached"
             return None
 
         def on_level(lv: Level) -> None:
-            printer.level(lv, found)
+            printer.level(lv, found)  # noqa: B023
 
         try:
             if req.engine == "spark":

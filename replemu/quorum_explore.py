@@ -20,8 +20,17 @@ from typing import Any, TextIO
 
 from emulator.explore import Level, Outcome
 from emulator.quorum_explore import (
-    CODE_OF_KIND, DEFAULT_QUORUM_ALPHABET, PROPERTY_NAMES, PROPERTY_ORDER, STABLE_LEADER, QuorumBounds, QuorumSpace,
-    final_node, replay_path, root, search_quorum, step_document,
+    CODE_OF_KIND,
+    DEFAULT_QUORUM_ALPHABET,
+    PROPERTY_NAMES,
+    PROPERTY_ORDER,
+    QuorumBounds,
+    QuorumSpace,
+    final_node,
+    replay_path,
+    root,
+    search_quorum,
+    step_document,
 )
 from emulator.quorum_run import parse_quorum_scenario, run_quorum_scenario
 from emulator.quorum_steps import QUORUM_STEP_TABLE

@@ -182,8 +182,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     """Every replica as Kafka's log recovery would load it, its findings under it, then where
     the replicas diverge.  Findings are results (exit 0); a path that is not a readable replica
     directory is an error (exit 2, one line)."""
-    from scenario_io.kafka_logs import (HW_CHECKPOINT, LEADER_EPOCH_CHECKPOINT, ReplicaDirError, divergence,
-                                        find_replica_dirs, read_replica_dir, truncation_outcomes)
+    from scenario_io.kafka_logs import (
+        HW_CHECKPOINT,
+        LEADER_EPOCH_CHECKPOINT,
+        ReplicaDirError,
+        divergence,
+        find_replica_dirs,
+        read_replica_dir,
+        truncation_outcomes,
+    )
 
     try:
         reps = [read_replica_dir(d, recover=True) for root in args.dirs for d in find_replica_dirs(root)]

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from emulator import VARIANT_NAMES, dumps
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from emulator.bounds import short_list
+from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from streaming.storage import is_uri, join
 
 from .cli_common import EXIT_FAILED, EXIT_OK, fail
@@ -232,13 +232,12 @@ def _import_aside(*modules: str) -> None:
 def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None) -> int:
     """Run the query (one per variant for --protocol all); ``claim`` (checkpoint or output on a
     Hadoop filesystem) locks them once Spark runs."""
+    import warnings
+
     from expectations.suites import ExpectationsObserver
+    from streaming import jvm_output
     from streaming.job import run_stream
     from streaming.session import SessionError, build_spark, describe_session, stop_session
-
-    from streaming import jvm_output
-
-    import warnings
 
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
     _import_aside("great_expectations.expectations", "great_expectations.data_context")  # while the JVM starts
@@ -392,7 +391,13 @@ def cmd_compact(args: argparse.Namespace) -> int:
     """``replemu compact OUTPUT``: what a running stream does after each micro-batch
     (``streaming.compaction``), with pyarrow, for an output no job is writing (its lock is taken)."""
     from streaming.checkpoint import CheckpointError, lock_directory
-    from streaming.compaction import CompactionPolicy, compaction_text, file_count, maybe_compact, parse_retain
+    from streaming.compaction import (
+        CompactionPolicy,
+        compaction_text,
+        file_count,
+        maybe_compact,
+        parse_retain,
+    )
     from streaming.output_layout import LayoutError, all_units
     from streaming.results import local_output_problem
     from streaming.storage import LocalStore
@@ -439,8 +444,15 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     import json
 
     from streaming.checkpoint import CheckpointError
-    from streaming.checkpoint_check import (apply_repair, format_plan, format_report, inspect_checkpoint, plan_repair,
-                                            report_dict, utc_stamp)
+    from streaming.checkpoint_check import (
+        apply_repair,
+        format_plan,
+        format_report,
+        inspect_checkpoint,
+        plan_repair,
+        report_dict,
+        utc_stamp,
+    )
     from streaming.storage import StoreError, open_store
 
     from .cli_common import EXIT_CHECK_FAILED

@@ -164,7 +164,7 @@ def _varint(buf: bytes, pos: int, end: int, long: bool = False) -> tuple[int, in
     """``ByteUtils.readVarint`` / ``readVarlong``: zig-zag, at most 5 (10) bytes."""
     bits, limit = (64, 10) if long else (32, 5)
     raw = shift = 0
-    for i in range(limit):
+    for _ in range(limit):
         if pos >= end:
             raise _BadRecords("premature end of the batch inside a varint")
         b = buf[pos]

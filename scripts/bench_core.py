@@ -59,7 +59,17 @@ def import_core(tree: Path) -> None:
     sys.path.insert(0, str(tree))
     import emulator
     from emulator import VARIANTS, Config, Replay
-    from emulator.steps import CheckpointHw, Crash, Elect, Fetch, LeaderAndIsr, Produce, Restart, ShrinkIsr, Tick
+    from emulator.steps import (
+        CheckpointHw,
+        Crash,
+        Elect,
+        Fetch,
+        LeaderAndIsr,
+        Produce,
+        Restart,
+        ShrinkIsr,
+        Tick,
+    )
 
     if not Path(emulator.__file__).resolve().is_relative_to(tree.resolve()):
         raise SystemExit(f"bench_core: emulator was imported from {emulator.__file__}, not from {tree}")

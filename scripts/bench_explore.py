@@ -67,9 +67,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from baseline import DEFAULT_BASELINE, extract, git, project_head  # noqa: E402 (scripts/baseline.py)
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from emulator.explore import Level

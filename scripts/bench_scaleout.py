@@ -74,7 +74,15 @@ sys.path.insert(0, str(ROOT / "tests"))  # processes.py: the job's processes and
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # baseline.py
 
 from baseline import extract, git, project_head  # noqa: E402
-from processes import DRIVER_ROLES, EXECUTOR_ROLES, ROLES, job_processes, kill_job, roles, stat_fields  # noqa: E402
+from processes import (  # noqa: E402
+    DRIVER_ROLES,
+    EXECUTOR_ROLES,
+    ROLES,
+    job_processes,
+    kill_job,
+    roles,
+    stat_fields,
+)
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -179,8 +179,14 @@ def tws_stream(spark, events_dir: Path, work: Path, protocol: str) -> list[float
 
     from streaming.job import STATE_STORE_CONF, STATE_STORES
     from streaming.pipeline import events_from_frames, group_key, output_frame, payloads_to_rows
+    from streaming.schemas import (
+        CORRUPT_COLUMN,
+        EVENT_SCHEMA_WITH_CORRUPT,
+        GROUP_OUTPUT_SCHEMA,
+        OUTPUT_SCHEMA,
+        STATE_SCHEMA,
+    )
     from streaming.sink import ParquetSink
-    from streaming.schemas import CORRUPT_COLUMN, EVENT_SCHEMA_WITH_CORRUPT, GROUP_OUTPUT_SCHEMA, OUTPUT_SCHEMA, STATE_SCHEMA
 
     class PartitionProcessor(StatefulProcessor):
         def init(self, handle) -> None:
@@ -395,8 +401,8 @@ def mode_long(spark, args, work: Path) -> None:
 
 def mode_state(spark, args, work: Path) -> None:
     """Few partitions, large batches: state after 10^4 and 10^6 produced records per partition."""
-    from scenario_io.profiles import load_profiles
     from emulator.workload import step_bursts
+    from scenario_io.profiles import load_profiles
 
     print(f"[state] clean workload, {args.state_partitions} partitions, kip320", flush=True)
     prof = load_profiles()["clean"]

@@ -33,7 +33,7 @@ VERDICTS = ("StrongIsr", "NoCommittedDataLoss", "EventualConvergence")
 RESET = {"reset_remote_leo_on_reelection": True}
 
 
-def run(label, protocol, replicas, bounds, out, engine, spark=None, knobs=None, config=Config(), until=frozenset(),
+def run(label, protocol, replicas, bounds, out, engine, spark=None, knobs=None, config=Config(), until=frozenset(),  # noqa: B008 (a frozen Config)
         max_seconds=None):
     req = Request([protocol], replicas, bounds, config, knobs or {}, DEFAULT_ALPHABET, engine, Path(out) / label,
                   until=frozenset(until), max_seconds=max_seconds)

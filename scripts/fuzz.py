@@ -588,7 +588,7 @@ def build_stream_cases(args, rng: random.Random, work: Path) -> tuple[list[Strea
         split_yamls.append(copy(key, stem))
         steps_of[key] = len(docs[stem]["steps"])
         cases.append(StreamCase(label, expected, partition, key,
-                                (lambda fn, key: lambda b: fn(b, key, steps_of[key]))(fn, key)))
+                                (lambda fn, key: lambda b: fn(b, key, steps_of[key]))(fn, key)))  # noqa: B023 (bound by the outer lambda)
         i += 1
     foreign = work / "foreign"
     foreign.mkdir()
@@ -603,7 +603,7 @@ def build_stream_cases(args, rng: random.Random, work: Path) -> tuple[list[Strea
             key = f"fz{i:02d}-{stem}"
             name = f"{key}.{fmt}"
             own_formats[key] = (fmt, copy(key, stem))
-        cases.append(StreamCase(label, expected, partition, key, (lambda fn, name, key: lambda b: fn(b, name, key))(fn, name, key)))
+        cases.append(StreamCase(label, expected, partition, key, (lambda fn, name, key: lambda b: fn(b, name, key))(fn, name, key)))  # noqa: B023 (bound by the outer lambda)
         i += 1
 
     split_dir = work / "compiled-split"
@@ -1541,7 +1541,7 @@ def run_inspect_row(args, table: Table, work: Path, keep: Path) -> None:
 
     done, either_found, either_clean = 0, 0, 0
     with ThreadPoolExecutor(args.jobs) as pool:
-        for (k, stem, case_root, part, c), outcome, err, status in pool.map(one, plans):
+        for (_k, stem, case_root, part, c), outcome, err, status in pool.map(one, plans):
             shown = case_root
             if outcome.verdict != hostile.CLEAN:
                 shown = keep / "inspect" / case_root.name

@@ -16,6 +16,9 @@ if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1
     >/tmp/replemu-apt-prometheus.log 2>&1 \
     || echo "test: prometheus could not be installed (see /tmp/replemu-apt-prometheus.log); its test will be skipped"
 fi
+# The linter first (its rules: pyproject.toml [tool.ruff.lint]); a finding fails the run.
+echo "test: ruff check"
+.venv/bin/ruff check --no-cache .
 # CI has a 20-minute budget on a 2-core machine. Two pytest processes share the test files (a whole
 # file each at a time, so a file's module fixtures are built once): the suite waits on JVMs, servers
 # and subprocesses often enough that a second process fills the gaps. REPLEMU_TEST_WORKERS=0 runs it

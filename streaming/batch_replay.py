@@ -12,8 +12,8 @@ from emulator.scenario import parse_scenario
 
 from .events import scenario_rows, write_event_files
 from .job import run_stream
-from .session import build_spark
 from .results import read_results
+from .session import build_spark
 
 
 def stream_scenarios(scenarios_data: list[dict], protocols: list[str], work_dir: Path, spark=None,

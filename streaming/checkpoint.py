@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 IDENTITY_FILE = "replemu-identity.json"
 LOCK_FILE = "replemu.lock"
 IDENTITY_FORMAT = 1
@@ -131,7 +130,7 @@ class Claim:
         for lease in reversed(self.leases):
             lease.release()
         self.leases.clear()
-        for path, fd in reversed(self.held):
+        for _path, fd in reversed(self.held):
             try:
                 os.ftruncate(fd, 0)  # an empty lock file: released in order, nobody to take over from
             finally:

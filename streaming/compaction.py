@@ -360,7 +360,7 @@ def file_count(where) -> dict[str, Any]:
     root = layout._local_root(where)
     files = dirs = 0
     for kind in ALL_KINDS:
-        for dirpath, dirnames, filenames in os.walk(root / kind):
+        for _dirpath, dirnames, filenames in os.walk(root / kind):
             dirs += len(dirnames)
             files += len(filenames)
     return {"files": files, "dirs": dirs}

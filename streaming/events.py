@@ -110,10 +110,10 @@ def write_event_files(rows_per_partition: list[list[dict]], out_dir: str | Path,
             import pyarrow.parquet as pq
 
             table = pa.Table.from_pylist(rows, schema=event_arrow_schema())
-            _publish(path, lambda tmp: pq.write_table(table, tmp))
+            _publish(path, lambda tmp, table=table: pq.write_table(table, tmp))
         else:
             text = "".join(json.dumps(r) + "\n" for r in rows)
-            _publish(path, lambda tmp: tmp.write_text(text))
+            _publish(path, lambda tmp, text=text: tmp.write_text(text))
         # The file source takes files in modification-time order: make it the file order.
         os.utime(path, ns=(base_ns + k * 1_000_000, base_ns + k * 1_000_000))
         paths.append(path)

@@ -36,7 +36,17 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from emulator.explore import (
-    Level, Outcome, Space, digest, encode, expand, identity, note_violations, pack, reached, root,
+    Level,
+    Outcome,
+    Space,
+    digest,
+    encode,
+    expand,
+    identity,
+    note_violations,
+    pack,
+    reached,
+    root,
 )
 from emulator.levels import WorkDirError, claim  # noqa: F401  (WorkDirError: what the CLI catches)
 

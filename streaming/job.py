@@ -24,8 +24,6 @@ from .session import build_spark, is_connect
 from .sink import BatchObserver, BatchStats, ParquetSink, landed_stats
 from .triggers import Trigger, parse_trigger
 
-
-
 STATE_STORES = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",

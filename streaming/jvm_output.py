@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+
 class ShutdownNoise:
     """Drops, from what the JVM and its Python processes print, the tracebacks pyspark's own
     Python processes print when the JVM closes their socket as a query or the application stops

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Iterator
 
+
 def group_key(key: tuple) -> tuple[str | None, int | None]:
     """Spark's grouping key ``(topic, partition)`` as Python values (None where unreadable)."""
     import pandas as pd
@@ -147,7 +148,12 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
     from emulator.variants import variant_named
     from streaming.processor import COMPACT_MIN_RECORDS
     from streaming.schemas import (
-        CORRUPT_COLUMN, EVENT_FIELDS, GROUP_OUTPUT_SCHEMA, PACKED_COLUMN, PACKED_FIELDS, REASON_COLUMN,
+        CORRUPT_COLUMN,
+        EVENT_FIELDS,
+        GROUP_OUTPUT_SCHEMA,
+        PACKED_COLUMN,
+        PACKED_FIELDS,
+        REASON_COLUMN,
         STATE_SCHEMA,
     )
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from emulator.bounds import short_repr
 from emulator.effects import Appended, Truncated
+from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from emulator.result import compacted_prefix, state_snapshot
 from emulator.run import Replay, effective_variant
 from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
-from emulator.bounds import short_repr
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 
 from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, TICK_TYPE, arrow_schema
 from .state_codec import _dumps, empty_state, pack_replay, unpack_replay

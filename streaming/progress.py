@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+
 def state_bytes(progress: dict) -> int:
     """The state store's memory in use after a micro-batch (Spark's ``stateOperators``)."""
     return sum(op.get("memoryUsedBytes", 0) or 0 for op in progress.get("stateOperators", []))

@@ -15,7 +15,14 @@ import functools
 from dataclasses import dataclass
 
 from pyspark.sql.types import (
-    BinaryType, BooleanType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
 )
 
 from emulator.steps import STEP_KINDS

@@ -15,6 +15,7 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
+
 def read_spark_conf(path: str | Path | None = None) -> dict[str, str]:
     """``key value`` lines of ``path``, or of the packaged defaults (``conf/spark.conf``)."""
     source = str(path) if path else "spark.conf (packaged)"

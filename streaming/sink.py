@@ -18,8 +18,6 @@ from typing import Any, Callable, Protocol
 from streaming.checkpoint import RUN_FILE
 from streaming.storage import StoreError
 
-
-
 VANISHED = "the output directory vanished while the stream ran"  # streaming.failures knows it by these words
 
 

@@ -28,13 +28,37 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from emulator import VARIANTS, Config, ProtocolVariant, Replay, Scenario, parse_scenario, run_scenario
-from emulator.replica import Role
-from emulator.variants import knob_overrides
-from emulator.steps import (
-    AlterPartition, CheckpointHw, ControllerRemove, Crash, Elect, Fence, Fetch, Flush, LeaderAndIsr, LogInfo, Produce,
-    Restart, Shutdown, ShrinkIsr, Step, Tick, Unfence, parse_step,
+from emulator import (
+    VARIANTS,
+    Config,
+    ProtocolVariant,
+    Replay,
+    Scenario,
+    parse_scenario,
+    run_scenario,
 )
+from emulator.replica import Role
+from emulator.steps import (
+    AlterPartition,
+    CheckpointHw,
+    ControllerRemove,
+    Crash,
+    Elect,
+    Fence,
+    Fetch,
+    Flush,
+    LeaderAndIsr,
+    LogInfo,
+    Produce,
+    Restart,
+    ShrinkIsr,
+    Shutdown,
+    Step,
+    Tick,
+    Unfence,
+    parse_step,
+)
+from emulator.variants import knob_overrides
 
 GUARDS = frozenset({"HighWatermarkSanity", "LeaderInIsr", "UniqueLeaderPerEpoch", "OffsetMonotonicity"})
 

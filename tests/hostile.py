@@ -42,9 +42,10 @@ import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
-from emulator import VARIANT_NAMES
 
 import yaml
+
+from emulator import VARIANT_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_GLOBS = ("replemu/scenarios/*.yaml", "docs/examples/*.yaml")

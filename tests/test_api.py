@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from conftest import ROOT
-
 import replemu
+from conftest import ROOT
 
 
 def examples() -> list[str]:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import emulator
-from emulator import VARIANT_NAMES
 from conftest import ROOT
+from emulator import VARIANT_NAMES
 
 COMPILED, PURE = "compiled (mypyc)", "pure Python"
 needs_compiled = pytest.mark.skipif(emulator.BUILD != COMPILED, reason=f"the core runs as {emulator.BUILD}, not compiled")

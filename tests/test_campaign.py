@@ -4,13 +4,12 @@ import json
 
 import pytest
 
-from emulator import VARIANT_NAMES, run_scenario
-from scenario_io.yaml_files import load_scenario
-from replemu.campaign import ddmin, run_campaign, shrink
-from emulator.workload import generate_partition, generate_scenario
-from scenario_io.profiles import load_profiles
-
 from conftest import replemu
+from emulator import VARIANT_NAMES, run_scenario
+from emulator.workload import generate_partition, generate_scenario
+from replemu.campaign import ddmin, run_campaign, shrink
+from scenario_io.profiles import load_profiles
+from scenario_io.yaml_files import load_scenario
 
 CLEAN = load_profiles()["clean"]
 

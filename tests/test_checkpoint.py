@@ -119,8 +119,8 @@ def run_cli(*args, timeout=60):
 
 
 def test_replemu_stream_refuses_a_different_restart_and_a_live_checkpoint_before_spark_starts(tmp_path):
-    from replemu.compile import compile_scenarios
     from conftest import BUNDLED
+    from replemu.compile import compile_scenarios
 
     compile_scenarios(sorted(BUNDLED.glob("*.yaml"))[:1], tmp_path / "in")
     ck, out = tmp_path / "ck", tmp_path / "out"

@@ -15,8 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from streaming.checkpoint_check import (REPAIR_MANIFEST, apply_repair, format_plan, format_report,
-                                        inspect_checkpoint, plan_repair, repair_folder)
+from streaming.checkpoint_check import (
+    REPAIR_MANIFEST,
+    apply_repair,
+    format_plan,
+    format_report,
+    inspect_checkpoint,
+    plan_repair,
+    repair_folder,
+)
 from streaming.job import run_stream
 from streaming.storage import LocalStore
 
@@ -288,9 +295,8 @@ def test_the_cli_checks_and_repairs_and_refuses_a_running_job(made, tmp_path):
 def test_the_file_source_log_rolls_back_with_its_compact_file(spark, tmp_path):
     """The binaryFile source keeps its own log (``sources/0``, compacted every few entries): a torn
     compact file rolls the checkpoint back behind it, and the files are picked up again as before."""
-    from replemu.compile import compile_scenarios
-
     from conftest import BUNDLED
+    from replemu.compile import compile_scenarios
 
     compile_scenarios(sorted(BUNDLED.glob("*.yaml"))[:3], tmp_path / "events", split=5)
     interval = "spark.sql.streaming.fileSource.log.compactInterval"

@@ -6,7 +6,6 @@ from hypothesis import strategies as st
 from emulator import VARIANT_NAMES, VARIANTS, Config, Replay
 from emulator.result import state_snapshot
 from emulator.steps import Elect, Fetch, Produce
-
 from generators import any_scenario
 
 
@@ -59,8 +58,9 @@ def steady(records: int, compact: bool) -> Replay:
 
 
 def test_long_run_state_stays_bounded_and_the_digest_is_deterministic():
-    from emulator.state import to_document
     import json
+
+    from emulator.state import to_document
 
     small, large = steady(2_000, True), steady(20_000, True)
     size = lambda r: len(json.dumps(to_document(r)))  # noqa: E731

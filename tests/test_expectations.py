@@ -10,16 +10,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import BUNDLED, replemu
 from emulator import VARIANT_NAMES
 from emulator.invariants import INVARIANT_NAMES
-from replemu.dashboard import write_dashboard
 from expectations.suites import (
-    OFFLINE_URLS, BatchValidator, ExpectationsObserver, build_checks, make_docs_offline, offline_page, vendored_files,
+    OFFLINE_URLS,
+    BatchValidator,
+    ExpectationsObserver,
+    build_checks,
+    make_docs_offline,
+    offline_page,
+    vendored_files,
 )
 from replemu.compile import compile_scenarios
+from replemu.dashboard import write_dashboard
 from streaming.job import run_stream
-
-from conftest import BUNDLED, replemu
 
 S1 = BUNDLED / "s1-kip101-scenario-1.yaml"
 
@@ -178,7 +183,7 @@ def test_data_docs_after_a_restart_still_show_the_batches_validated_before_it(sp
     files = sorted((tmp_path / "all").iterdir())
     events = tmp_path / "events"
     events.mkdir()
-    for start, present in enumerate((files[:2], files[2:])):  # the second start finds one more file
+    for present in (files[:2], files[2:]):  # the second start finds one more file
         for f in present:
             shutil.copy2(f, events / f.name)
         run_stream(events, tmp_path / "out", tmp_path / "ck", "hw", max_files_per_trigger=1, spark=spark, quiet=True,
@@ -294,16 +299,16 @@ def test_data_docs_render_offline_in_headless_chromium(s1_streams):
             for scheme, page_path in (("light", docs / "index.html"), ("light", failed), ("dark", failed)):
                 context = browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
                 page = context.new_page()
-                problems = []
-                page.on("requestfailed", lambda r: problems.append(f"failed: {r.url} {r.failure}"))
-                page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
-                page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+                problems = []  # one list per page; the handlers run while it is open
+                page.on("requestfailed", lambda r: problems.append(f"failed: {r.url} {r.failure}"))  # noqa: B023
+                page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)  # noqa: B023
+                page.on("pageerror", lambda e: problems.append(f"page error: {e}"))  # noqa: B023
 
                 def only_files(route):
                     if route.request.url.startswith("file:"):
                         route.continue_()
                     else:  # never reaches the network, even on a machine that has one
-                        problems.append(f"network: {route.request.url}")
+                        problems.append(f"network: {route.request.url}")  # noqa: B023
                         route.abort()
 
                 page.route("**/*", only_files)

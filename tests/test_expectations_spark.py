@@ -11,16 +11,27 @@ import pyarrow as pa
 import pytest
 import yaml
 
+from conftest import BUNDLED
 from emulator import VARIANT_NAMES, parse_scenario
 from emulator.invariants import INVARIANT_NAMES
 from expectations.spark_frames import validation_frames_spark
-from expectations.suites import OFFENDING_LIMIT, BatchValidator, ExpectationsObserver, frames_from_outputs, materialized
+from expectations.suites import (
+    OFFENDING_LIMIT,
+    BatchValidator,
+    ExpectationsObserver,
+    frames_from_outputs,
+    materialized,
+)
 from streaming.events import scenario_rows
 from streaming.processor import process_batch
-from streaming.schemas import KIND_COLUMNS, arrow_schema, output_arrow_schema, output_rows_table, tables_by_kind
+from streaming.schemas import (
+    KIND_COLUMNS,
+    arrow_schema,
+    output_arrow_schema,
+    output_rows_table,
+    tables_by_kind,
+)
 from streaming.sink import sorted_kind_table
-
-from conftest import BUNDLED
 
 
 def batches_of(scenarios, protocol: str, batches: int = 2) -> list[dict[str, pa.Table]]:
@@ -92,7 +103,7 @@ def variant_batches():
 
 def test_spark_frames_equal_the_pandas_frames_on_every_bundled_scenario_under_every_variant(spark, variant_batches):
     seen_violated = set()
-    for variant, batch, tables in variant_batches:
+    for _variant, _batch, tables in variant_batches:
         expected = assert_same_frames(spark, tables)
         p = expected["partitions"]
         seen_violated |= {n for n in INVARIANT_NAMES if p[n].any()}

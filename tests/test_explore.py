@@ -16,11 +16,21 @@ import pytest
 import yaml
 
 from conftest import ROOT, replemu
+from emulator import explore as explore_module
 from emulator.config import Config
 from emulator.explore import (
-    SEPARATOR, Bounds, Counters, Space, digest, enabled_codes, encode, replay_path, root, search_local, step_of,
+    SEPARATOR,
+    Bounds,
+    Counters,
+    Space,
+    digest,
+    enabled_codes,
+    encode,
+    replay_path,
+    root,
+    search_local,
+    step_of,
 )
-from emulator import explore as explore_module
 from emulator.run import effective_variant
 from emulator.state import from_document, to_document
 from emulator.steps import StepKind

@@ -32,8 +32,23 @@ from conftest import replemu
 from emulator import explore as explore_module
 from emulator.config import Config
 from emulator.explore import (
-    DEFAULT_ALPHABET, MARSHAL_VERSION, Bounds, Outcome, Reduction, Space, canonical, decode, enabled_codes, expand,
-    independent, pack, renamed, restore, search_local, step_of, symmetric_form,
+    DEFAULT_ALPHABET,
+    MARSHAL_VERSION,
+    Bounds,
+    Outcome,
+    Reduction,
+    Space,
+    canonical,
+    decode,
+    enabled_codes,
+    expand,
+    independent,
+    pack,
+    renamed,
+    restore,
+    search_local,
+    step_of,
+    symmetric_form,
 )
 from emulator.run import effective_variant
 from emulator.state import clone

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import BUNDLED, ROOT
 from replemu.compile import compile_scenarios
 from streaming.failures import explain
 from streaming.job import run_stream
 from streaming.jvm_output import LogFile
-
-from conftest import BUNDLED, ROOT
 
 FILES = sorted(BUNDLED.glob("*.yaml"))
 

@@ -7,13 +7,12 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import BUNDLED
 from emulator.steps import STEP_KINDS
 from scenario_io.yaml_files import load_scenario
 from streaming.events import scenario_rows
 from streaming.processor import process_batch
 from streaming.state_codec import from_tuple, to_tuple
-
-from conftest import BUNDLED
 
 SEED1 = load_scenario(BUNDLED / "seed-1-two-round-hw.yaml")
 GOOD = [{**row, "raw": None} for row in scenario_rows(SEED1)]

@@ -10,12 +10,11 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import BUNDLED
 from replemu.compile import compile_scenarios
 from streaming.files import DECODED_COLUMNS, RAW_LIMIT, decode_event_file
 from streaming.job import run_stream
 from streaming.results import quarantine_rows, read_results
-
-from conftest import BUNDLED
 
 GOOD_LINE = json.dumps({"topic": "t", "partition": 0, "seq": 1, "type": "fetch", "args": json.dumps({"replica": 2})})
 

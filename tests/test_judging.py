@@ -21,20 +21,18 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from conftest import ROOT
 from emulator import VARIANT_NAMES
 from emulator.checker import Judging, UndeclaredChange
 from emulator.partition import HANDLERS
 from emulator.result import dumps
 from emulator.run import run_scenario
-from emulator.scenario import parse_scenario
+from emulator.scenario import StepRefused, parse_scenario
 from emulator.steps import CheckpointHw, StepKind
-from emulator.scenario import StepRefused
 from emulator.workload import generate_scenario
+from generators import deep_scenario, variant_of
 from scenario_io.profiles import load_profiles
 from scenario_io.yaml_files import load_scenario
-
-from conftest import ROOT
-from generators import deep_scenario, variant_of
 
 FILES = sorted((ROOT / "conf" / "scenarios").glob("*.yaml")) + sorted((ROOT / "tests" / "kafka").glob("*.yaml"))
 CORPUS_SEED, PER_PROFILE = 1, 600

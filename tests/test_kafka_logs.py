@@ -1,16 +1,35 @@
 """Kafka formats in and out (kafka-python): export, inspect, import."""
 
 import json
+import os
 import struct
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka.record import MemoryRecords
-
-from emulator import parse_scenario, run_scenario
-from scenario_io.kafka_logs import read_initial_state, replay_seeder, build_batch, divergence, find_replica_dirs, read_replica_dir
+from kafka.record.util import calc_crc32c
 
 from conftest import BUNDLED, replemu
+from emulator import parse_scenario, run_scenario
+from replemu.cli import main
+from scenario_io.kafka_logs import (
+    Finding,
+    ReplicaDirError,
+    build_batch,
+    divergence,
+    export_result,
+    find_replica_dirs,
+    read_checkpoint,
+    read_initial_state,
+    read_replica_dir,
+    read_segment,
+    replay_seeder,
+    seeder_for,
+)
 
 # The first v2 batch of kafka-python's test/record/test_records.py (dpkp/kafka-python,
 # `record_batch_data_v2`), "real live data from Kafka 11 broker": base offset 0, partition
@@ -143,17 +162,6 @@ def test_corrupt_and_truncated_segments_name_file_and_byte_offset(s1_hw):
 # corrupted.  Replica 1's log below is three batches: offsets 0-1 (epoch 0), 2 (epoch 1), 3-5
 # (epoch 2).
 
-import os
-import tempfile
-from pathlib import Path
-
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from kafka.record.util import calc_crc32c
-
-from replemu.cli import main
-from scenario_io.kafka_logs import (Finding, ReplicaDirError, export_result, read_checkpoint, read_segment,
-                                    seeder_for)
 
 LOG_1 = [[0, 0, "a"], [1, 0, "b"], [2, 1, "c"], [3, 2, "d"], [4, 2, "e"], [5, 2, "f"]]
 SIZES = [len(build_batch(0, 0, ["a", "b"])), len(build_batch(2, 1, ["c"])), len(build_batch(3, 2, ["d", "e", "f"]))]

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import scenario, violated
 from emulator import run_scenario
 from emulator.variants import VARIANT_NAMES, VARIANTS
-
-from conftest import scenario, violated
 
 
 def replay(steps, protocol, replicas=(1, 2, 3), knobs=None, **config):
@@ -194,6 +193,7 @@ def test_knobs_in_a_scenario_file_and_on_the_command_line_and_which_wins(tmp_pat
     """``config.knobs`` sets knobs for one scenario; ``--knob`` wins over it; results record every
     knob in force when any differs from the preset; bad names and values are exit-2 errors."""
     import json
+
     import yaml
 
     from conftest import replemu

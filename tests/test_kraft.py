@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import ROOT, run, violated
 from emulator import VARIANTS, Config, run_scenario
 from emulator.explore import Bounds, Space, search_local
 from scenario_io.yaml_files import load_scenario
-
-from conftest import ROOT, run, violated
 
 EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.yaml"))
 REPLEMU = Path(sys.executable).with_name("replemu")

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from emulator import ScenarioError
-
 from conftest import ROOT, run
+from emulator import ScenarioError
 
 KRAFT = ["kip903", "kip966"]
 REPLEMU = Path(sys.executable).with_name("replemu")

@@ -7,12 +7,11 @@ committed state."""
 
 from __future__ import annotations
 
+from conftest import run, scenario
 from emulator import variant_named
+from emulator.config import Config
 from emulator.run import Replay
 from emulator.state import from_document, to_document
-from emulator.config import Config
-
-from conftest import run, scenario
 
 TEN = [f"m{i}" for i in range(10)]
 # Leader 0 of epoch 5, ISR [0, 2], caught up; 0 lags; the controller fences 2 (kip966: ISR [0], no

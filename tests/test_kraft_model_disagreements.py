@@ -38,8 +38,8 @@ def test_kip966_hw_does_not_wait_for_a_caught_up_follower_with_a_stale_broker_ep
 
 
 def test_without_hw_ignores_ineligible_the_same_follower_holds_the_hw_back():
-    from emulator import run_scenario
     from conftest import scenario
+    from emulator import run_scenario
 
     result = run_scenario(scenario(STALE_EPOCH_FOLLOWER, (1, 2, 3), acks=1), "kip966", trace=True,
                           knobs={"hw_ignores_ineligible": False})
@@ -90,8 +90,8 @@ LAST_KNOWN_LEADER = [
 
 
 def lkl(steps):
-    from emulator import run_scenario
     from conftest import scenario
+    from emulator import run_scenario
 
     return run_scenario(scenario(steps, (1, 2, 3)), "kip966", trace=True, knobs={"unclean_recovery": "last_known_leader"})
 

@@ -22,7 +22,6 @@ from streaming import output_layout as layout
 from streaming.checkpoint import CheckpointError, claim_run
 from streaming.compaction import ALL_KINDS, CompactionPolicy, maybe_compact, merge, plan
 from streaming.job import run_stream
-from streaming.results import read_results
 from streaming.storage import LocalStore
 from streaming.workload_source import workload_options
 

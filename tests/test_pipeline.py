@@ -8,12 +8,11 @@ import pandas as pd
 import pytest
 
 import replemu
+from conftest import BUNDLED
 from replemu.compile import compile_scenarios
 from streaming.job import run_stream
 from streaming.results import read_output
 from streaming.schemas import KIND_COLUMNS, OUTPUT_COLUMNS, OUTPUT_KINDS
-
-from conftest import BUNDLED
 
 FILES = sorted(BUNDLED.glob("*.yaml"))
 

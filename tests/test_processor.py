@@ -15,20 +15,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import BUNDLED
 from emulator import VARIANT_NAMES, VARIANTS, Replay, parse_scenario, run_scenario
 from emulator.kraft import REFUSED
 from emulator.scenario import StepRefused
+from generators import deep_scenario
 from scenario_io.yaml_files import load_scenario
 from streaming.events import scenario_rows
 from streaming.pipeline import make_state_function
-from streaming.sink import ParquetSink
 from streaming.processor import COMPACT_MIN_RECORDS, process_batch
 from streaming.results import read_results
 from streaming.schemas import STATE_SCHEMA
+from streaming.sink import ParquetSink
 from streaming.state_codec import from_tuple, to_tuple
-
-from conftest import BUNDLED
-from generators import deep_scenario
 
 FILES = sorted(BUNDLED.glob("*.yaml"))
 SEED1 = BUNDLED / "seed-1-two-round-hw.yaml"

@@ -20,12 +20,18 @@ from hypothesis import strategies as st
 
 from emulator import VARIANT_NAMES, VARIANTS, Replay, parse_scenario
 from emulator.result import dumps
-from emulator.steps import step_to_dict
 from emulator.scenario import StepRefused
-
+from emulator.steps import step_to_dict
 from generators import (
-    GUARDS, Distribution, any_scenario, deep_scenario, kip320_reelection, kip320_with_reelection_reset, measure,
-    run_variant, shallow_scenario,
+    GUARDS,
+    Distribution,
+    any_scenario,
+    deep_scenario,
+    kip320_reelection,
+    kip320_with_reelection_reset,
+    measure,
+    run_variant,
+    shallow_scenario,
 )
 
 # Deep examples are large by design (a shrunk example is still a few phases long).

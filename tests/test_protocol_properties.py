@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from emulator import VARIANT_NAMES, VARIANTS, Replay
 from emulator.replica import Role
 from emulator.steps import Fetch, FetchResponse
-
 from generators import deep_scenario
 
 DEEP = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

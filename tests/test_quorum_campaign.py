@@ -9,12 +9,11 @@ from dataclasses import replace
 import pytest
 import yaml
 
+from conftest import ROOT, replemu
 from emulator.quorum_run import parse_quorum_scenario, quorum_scenario_document
 from emulator.quorum_steps import parse_quorum_step, quorum_step_to_dict
 from replemu.campaign import quorum_breaks, shrink_quorum
 from scenario_io.yaml_files import load_any_scenario
-
-from conftest import ROOT, replemu
 
 THESIS = ROOT / "conf" / "scenarios" / "quorum" / "thesis-membership-change.yaml"
 RULE_OFF = ("--knob", "reconfig_requires_leader_epoch_commit=false")
@@ -81,13 +80,13 @@ def test_a_bad_quorum_file_to_shrink_names_the_file_and_step(tmp_path):
 
 # -- campaigns ---------------------------------------------------------------------------------------
 
+import json  # noqa: E402
+
 from emulator.quorum_run import run_quorum_scenario  # noqa: E402
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES  # noqa: E402
 from emulator.quorum_workload import generate_quorum_scenario  # noqa: E402
 from replemu.campaign import run_quorum_campaign  # noqa: E402
 from scenario_io.yaml_files import write_scenario  # noqa: E402
-
-import json  # noqa: E402
 
 OFF = {"reconfig_requires_leader_epoch_commit": False}
 

@@ -7,8 +7,18 @@ from dataclasses import replace
 import pytest
 
 from emulator.quorum_state import ControlType, QuorumRole
-from emulator.quorum_steps import (QUORUM_STEP_TABLE, AddVoter, Append, Deliver, ElectionTimeout, LoseDisk, QuorumCrash,
-                                   QuorumRestart, RemoveVoter, parse_quorum_step)
+from emulator.quorum_steps import (
+    QUORUM_STEP_TABLE,
+    AddVoter,
+    Append,
+    Deliver,
+    ElectionTimeout,
+    LoseDisk,
+    QuorumCrash,
+    QuorumRestart,
+    RemoveVoter,
+    parse_quorum_step,
+)
 from emulator.quorum_variants import KRAFT595, KRAFT853, KRAFT996, QUORUM_KNOBS
 from emulator.scenario import StepRefused
 from emulator.steps import StepError

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT, replemu
 from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
 from replemu.dashboard import logs_at
-
-from conftest import ROOT, replemu
 
 THESIS = ROOT / "conf" / "scenarios" / "quorum" / "thesis-membership-change.yaml"
 RULE_OFF = ("--knob", "reconfig_requires_leader_epoch_commit=false")

@@ -10,8 +10,19 @@ import json
 import pytest
 
 from emulator.quorum_explore import (
-    CODE_OF_KIND, STABLE_LEADER, QuorumBounds, QuorumSpace, candidate_codes, canonical, clone, digest, pack, restore,
-    root, search_quorum, take,
+    CODE_OF_KIND,
+    STABLE_LEADER,
+    QuorumBounds,
+    QuorumSpace,
+    candidate_codes,
+    canonical,
+    clone,
+    digest,
+    pack,
+    restore,
+    root,
+    search_quorum,
+    take,
 )
 from emulator.quorum_steps import QUORUM_STEP_TABLE
 from emulator.quorum_variants import KRAFT853, quorum_variant_named

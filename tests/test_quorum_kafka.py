@@ -10,8 +10,16 @@ from __future__ import annotations
 import pytest
 
 from emulator.quorum_state import ElectionState, QuorumRole, VoteRequest
-from emulator.quorum_steps import (AddVoter, Append, Deliver, ElectionTimeout, QuorumCrash, QuorumFetch, QuorumRestart,
-                                   RemoveVoter, Resign)
+from emulator.quorum_steps import (
+    AddVoter,
+    Append,
+    Deliver,
+    ElectionTimeout,
+    QuorumCrash,
+    QuorumRestart,
+    RemoveVoter,
+    Resign,
+)
 from emulator.quorum_variants import KRAFT595
 from emulator.scenario import StepRefused
 from quorum_helpers import Run

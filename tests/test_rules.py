@@ -2,9 +2,8 @@
 
 import pytest
 
-from emulator import VARIANT_NAMES, VARIANTS
-
 from conftest import log_of, run, violated
+from emulator import VARIANT_NAMES, VARIANTS
 
 ELECT_1 = {"elect": {"leader": 1, "isr": [1, 2, 3]}}
 

@@ -20,6 +20,7 @@ from urllib.parse import quote, urlparse
 
 import pytest
 
+from conftest import ROOT
 from emulator import parse_scenario, run_scenario
 from emulator.invariants import INVARIANTS, Tier
 from emulator.workload import partition_header, step_bursts
@@ -30,8 +31,6 @@ from scenario_io.profiles import load_profiles
 from streaming.job import run_stream
 from streaming.results import final_findings, read_output, read_results
 from streaming.workload_source import workload_options
-
-from conftest import ROOT
 
 # hard profile, seed 1: in 90 steps every partition truncates a log, five break invariants, one loses records
 SEED, PARTITIONS, STEPS_PER_BATCH, BATCHES, PROTOCOL = 1, 10, 30, 3, "hw"

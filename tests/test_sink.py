@@ -8,10 +8,7 @@ and only data files remain, and what the driver learns is one count per kind."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow.parquet as pq
-import pytest
 
 from conftest import ROOT, output_rows
 

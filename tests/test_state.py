@@ -6,13 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import BUNDLED
 from emulator import VARIANT_NAMES, VARIANTS, Replay
-from scenario_io.yaml_files import load_scenario
 from emulator.result import state_snapshot
 from emulator.state import StateVersionError, from_document, to_document
-
-from conftest import BUNDLED
 from generators import any_scenario
+from scenario_io.yaml_files import load_scenario
 
 
 def replay_with_restarts(scenario, protocol, cut_every: int):

@@ -13,18 +13,24 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from conftest import BUNDLED, ROOT
 from emulator import VARIANT_NAMES, VARIANTS, Config, Replay, parse_scenario
 from emulator.result import state_snapshot
 from emulator.state import STATE_VERSION, StateVersionError, from_document, to_document
 from emulator.steps import Crash, Elect, Fetch, LeaderAndIsr, Produce, Restart
+from generators import deep_scenario, kip320_with_reelection_reset
 from scenario_io.yaml_files import load_scenario
 from streaming.schemas import STATE_SCHEMA_VERSION
 from streaming.state_codec import (
-    STATE_FIELDS, StateSchemaError, decode_state_row, empty_state, from_tuple, pack_replay, to_tuple, unpack_replay,
+    STATE_FIELDS,
+    StateSchemaError,
+    decode_state_row,
+    empty_state,
+    from_tuple,
+    pack_replay,
+    to_tuple,
+    unpack_replay,
 )
-
-from conftest import BUNDLED, ROOT
-from generators import deep_scenario, kip320_with_reelection_reset
 
 DEEP = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                        HealthCheck.large_base_example])

@@ -12,8 +12,8 @@ import pytest
 
 from streaming.checkpoint import LEASE_S, LOCK_FILE, CheckpointError, Claim, Lease
 from streaming.job import run_stream
-from streaming.storage import LocalStore, is_uri, join
 from streaming.output_layout import same_parquet_content
+from streaming.storage import LocalStore, is_uri, join
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS, STEPS_PER_BATCH, SEED = 6, 10, 3

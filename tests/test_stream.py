@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import BUNDLED
 from emulator import VARIANT_NAMES, run_scenario
-from scenario_io.yaml_files import load_scenario
 from replemu.compile import compile_scenarios
+from scenario_io.yaml_files import load_scenario
 from streaming.events import scenario_rows, write_event_files
 from streaming.job import run_stream
 from streaming.results import quarantine_rows, read_results
-
-from conftest import BUNDLED
 
 FILES = sorted(BUNDLED.glob("*.yaml"))
 

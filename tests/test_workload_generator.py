@@ -9,7 +9,13 @@ import random
 
 import pytest
 
-from emulator.workload import GENERATOR_LAYOUT, WorkloadGenerator, generate_partition, partition_header, step_bursts
+from emulator.workload import (
+    GENERATOR_LAYOUT,
+    WorkloadGenerator,
+    generate_partition,
+    partition_header,
+    step_bursts,
+)
 from scenario_io.profiles import load_profiles
 
 PROFILES = load_profiles()

@@ -9,8 +9,6 @@ import time
 from itertools import islice
 from pathlib import Path
 
-import pytest
-
 from emulator.workload import partition_header, step_bursts, workload_topic
 from scenario_io.profiles import load_profiles
 from streaming.processor import process_batch

@@ -23,9 +23,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kafka_files import (
+    REPLEMU,
+    assert_names_its_kafka_test,
+    check_all,
+    expected_protocols,
+    header,
+    run_check,
+)
 
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-from kafka_files import REPLEMU, assert_names_its_kafka_test, check_all, expected_protocols, header, run_check
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

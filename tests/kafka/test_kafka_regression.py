@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kafka_files import REPLEMU, assert_names_its_kafka_test, check_all, expected_protocols, header
 
 from emulator import VARIANT_NAMES
-from kafka_files import REPLEMU, assert_names_its_kafka_test, check_all, expected_protocols, header
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
