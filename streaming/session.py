@@ -113,10 +113,30 @@ def build_spark(master: str | None = None, conf_path: str | Path | None = None, 
     spark-defaults.conf) wins over ``conf/spark.conf``."""
     conf = read_spark_conf(conf_path)
     conf["spark.app.name"] = app_name
+    add_jvm_options(conf)
     conf["spark.ui.enabled"] = "true" if ui else "false"
     if remote is not None:
         return _connect_session(remote, conf)
     return _classic_session(master, conf)
+
+
+# Extra options for the JVMs a session starts (the driver's and, on local-cluster or a cluster,
+# the executors'), appended to spark.driver/executor.extraJavaOptions. For short runs: with
+# "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1" (C1 only, one compiler thread,
+# no parallel GC threads) a six-batch stream of 20 partitions costs the driver JVM ~32 CPU
+# seconds instead of ~60 (most of a short run's JVM CPU is C2 compiling hot code it will not run
+# for long); the test suite sets it (tests/conftest.py). Long runs keep the JVM's defaults.
+JVM_OPTIONS_ENV = "REPLEMU_JVM_OPTIONS"
+
+
+def add_jvm_options(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with ``$REPLEMU_JVM_OPTIONS`` appended to the driver's and executors' extra Java
+    options (unchanged when it is unset or blank)."""
+    extra = os.environ.get(JVM_OPTIONS_ENV, "").strip()
+    if extra:
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            conf[key] = f"{conf[key]} {extra}" if conf.get(key) else extra
+    return conf
 
 
 def is_connect(spark) -> bool:

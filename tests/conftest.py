@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,11 @@ import yaml
 from emulator import parse_scenario, run_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Every JVM the suite starts (the session fixture's, the `replemu stream` subprocesses', the
+# cluster tests' executors) runs short: C1 only and the serial collector halve its CPU
+# (streaming/session.py JVM_OPTIONS_ENV). The job's results do not depend on it.
+os.environ.setdefault("REPLEMU_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1")
 BUNDLED = ROOT / "conf" / "scenarios"
 
 

@@ -147,6 +147,7 @@ def standalone_cluster(tmp_path):
 
     Yields ``(master URL, master UI port, [each worker's work directory])``."""
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_DAEMON_JAVA_OPTS": os.environ.get("REPLEMU_JVM_OPTIONS", ""),  # the master's and workers' JVMs
            "SPARK_LOG_DIR": str(tmp_path / "cluster-logs"), "SPARK_NO_DAEMONIZE": "1"}
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     port, ui = _free_port(), _free_port()
@@ -227,7 +228,8 @@ def connect_server(tmp_path):
     (tmp_path / "server-cwd").mkdir()
     started = subprocess.run(["bash", str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]",
                               "--conf", f"spark.connect.grpc.binding.port={port}",
-                              "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false"],
+                              "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false",
+                              "--conf", f"spark.driver.extraJavaOptions={os.environ.get('REPLEMU_JVM_OPTIONS', '')}"],
                              env=env, cwd=tmp_path / "server-cwd", capture_output=True, text=True, timeout=120)
     pid_files = list((tmp_path / "server-pids").glob("*.pid"))
     pid = int(pid_files[0].read_text()) if pid_files else None
