@@ -1,6 +1,6 @@
 """The replemu application: the command line, campaigns and shrinking, text reports, the
 dashboard, and the bundled scenarios (``replemu/scenarios``, ``conf/scenarios`` in the source
-tree).  The only package that knows all the others::
+tree; by name: ``replemu/bundled.py``).  The only package that knows all the others::
 
     replemu  ->  expectations  ->  streaming  ->  emulator
              ->  scenario_io   ------------------>  emulator
@@ -24,6 +24,7 @@ from .api import (  # noqa: F401  (the public API)
     Expectations,
     Scenario,
     ScenarioError,
+    bundled_scenarios,
     campaign,
     events_frame,
     explore,

@@ -28,18 +28,32 @@ from emulator.run import run_scenario
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
 from emulator.variants import VARIANT_NAMES
 
-__all__ = ["VARIANTS", "Expectations", "Scenario", "ScenarioError", "campaign", "events_frame", "explore", "final_logs",
-           "load_scenario", "replicate", "run", "scenario", "spark_session", "split_kinds", "trace_frame"]
+__all__ = ["VARIANTS", "Expectations", "Scenario", "ScenarioError", "bundled_scenarios", "campaign", "events_frame",
+           "explore", "final_logs", "load_scenario", "replicate", "run", "scenario", "spark_session", "split_kinds",
+           "trace_frame"]
 
 VARIANTS: tuple[str, ...] = tuple(VARIANT_NAMES)  # the protocol variants, oldest first
 
 
 def load_scenario(path: str | Path) -> Scenario | QuorumScenario:
     """A scenario file (the YAML contract, docs/scenario-format.md), validated; a file that names
-    ``voters`` is a metadata-quorum scenario (docs/quorum.md)."""
+    ``voters`` is a metadata-quorum scenario (docs/quorum.md).  ``path`` may be a bundled
+    scenario's name (``bundled_scenarios()``; an existing file of the same name wins); one that is
+    neither raises ``ScenarioError`` naming it and the closest names."""
     from scenario_io.yaml_files import load_any_scenario
 
-    return load_any_scenario(path)
+    from .bundled import API_LISTING, resolve_scenario
+
+    return load_any_scenario(resolve_scenario(path, API_LISTING))
+
+
+def bundled_scenarios() -> list[dict[str, str]]:
+    """The scenarios shipped with replemu, which every function taking a scenario path accepts by
+    name: ``name``, ``family`` (``partition``, or ``quorum`` for metadata-quorum ones),
+    ``description`` and ``path`` of each, as ``replemu scenarios --json`` prints them."""
+    from .bundled import bundled_scenarios as listing
+
+    return listing()
 
 
 def scenario(document: Mapping[str, Any], source: str = "<scenario>") -> Scenario | QuorumScenario:
@@ -53,7 +67,7 @@ def scenario(document: Mapping[str, Any], source: str = "<scenario>") -> Scenari
 
 def run(scenario: Scenario | QuorumScenario | str | Path, protocol: str | None = None,
         knobs: Mapping[str, Any] | None = None, trace: bool = False) -> dict[str, Any]:
-    """Replay ``scenario`` (a scenario or a path) under ``protocol`` (default ``kip320``, for a
+    """Replay ``scenario`` (a scenario, a path or a bundled scenario's name) under ``protocol`` (default ``kip320``, for a
     metadata-quorum scenario ``kraft853``) with ``knobs``: the result object of ``replemu run
     --json`` (with ``trace``: one entry per step, as ``--trace``)."""
     if isinstance(scenario, (str, Path)):
@@ -143,7 +157,7 @@ def spark_session(master: str | None = None, conf_path: str | Path | None = None
 
 
 def events_frame(spark, scenarios) -> Any:
-    """The event rows of ``scenarios`` (``Scenario`` objects or paths) as a batch DataFrame with
+    """The event rows of ``scenarios`` (``Scenario`` objects, paths or bundled names) as a batch DataFrame with
     the event columns (topic, partition, seq, type, args): what ``replemu compile`` writes.
     ``ValueError`` when two scenarios have the same partition key."""
     from streaming.events import duplicate_keys, scenario_rows

@@ -262,6 +262,13 @@ def shrink_quorum(scenario, protocol: str, invariant: str, log: Callable[[str], 
     return replace(scenario, steps=tuple(steps))
 
 
+def _shrunk_file(args: argparse.Namespace) -> Path:
+    """Where ``replemu shrink FILE`` writes without --out: next to FILE, or in the current directory
+    when FILE was a bundled scenario's name (the package's own directory is no place for it)."""
+    name = f"{Path(args.file).stem}-shrunk.yaml"
+    return Path(name) if args.file in getattr(args, "scenario_names", {}) else Path(args.file).with_name(name)
+
+
 def _cmd_shrink_quorum(args: argparse.Namespace, scenario) -> int:
     """``replemu shrink FILE --protocol kraft853 --invariant NAME [--knob ...]`` of a quorum scenario."""
     from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
@@ -276,7 +283,7 @@ def _cmd_shrink_quorum(args: argparse.Namespace, scenario) -> int:
     if args.knobs:
         return fail(f"replemu: error: --knob {next(iter(args.knobs))} is a partition knob; {scenario.source} is a "
                     "metadata-quorum scenario (its knobs: docs/quorum.md)")
-    target = Path(args.out or Path(args.file).with_name(f"{Path(args.file).stem}-shrunk.yaml"))
+    target = Path(args.out or _shrunk_file(args))
     if args.quorum_knobs:  # the shrunk file carries them, so it replays with plain `replemu run --check`
         scenario = replace(scenario, knobs={**scenario.knobs, **args.quorum_knobs})
     try:
@@ -415,7 +422,7 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     try:
         if args.file:
             scenario = load_scenario(args.file)
-            target = Path(args.out or Path(args.file).with_name(f"{Path(args.file).stem}-shrunk.yaml"))
+            target = Path(args.out or _shrunk_file(args))
         else:
             seed, profile, partition = args.from_campaign.split("/")
             scenario = generate_scenario(int(seed), int(partition), load_profiles()[profile])

@@ -4,6 +4,8 @@
 
 (the variants: ``emulator.VARIANT_NAMES`` and ``QUORUM_VARIANT_NAMES``; ``replemu --help`` lists them)
 
+A FILE may also be a bundled scenario's name (``replemu scenarios`` lists them; replemu/bundled.py).
+
 Exit status: 0 the run completed (whatever it found); 1 ``--check`` disagreed with an
 ``expect`` block; 2 invalid scenario, input or arguments (a one-line message naming the file,
 step or argument; nothing is replayed or written); 3 the job itself failed (a Spark query, or a
@@ -69,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the version and which build of the core runs (compiled with mypyc, or pure Python)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="replay scenario files under one or all protocol variants")
-    run.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files")
+    run.add_argument("files", nargs="+", metavar="FILE", help=f"scenario YAML files {NAMES_TOO}")
     run.add_argument("--protocol", default="all", choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + ("all",),
                      help="variant to replay (default: all of the scenario's family; a file naming 'voters' is a "
                           f"metadata-quorum scenario: {', '.join(QUORUM_VARIANT_NAMES)}, docs/quorum.md)")
@@ -88,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("dirs", nargs="+", metavar="DIR")
 
     comp = sub.add_parser("compile", help="turn scenario files into event files for the streaming job")
-    comp.add_argument("files", nargs="+", metavar="SCENARIO")
+    comp.add_argument("files", nargs="+", metavar="SCENARIO", help=f"scenario YAML files {NAMES_TOO}")
     comp.add_argument("--out", required=True, metavar="DIR")
     comp.add_argument("--split", type=_int_between(1, 10_000), default=1, metavar="N", help="split every partition's rows over N files")
     comp.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
@@ -187,12 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_knob(camp)
 
     shr = sub.add_parser("shrink", help="minimise a scenario that breaks an invariant")
-    shr.add_argument("file", nargs="?", metavar="FILE")
+    shr.add_argument("file", nargs="?", metavar="FILE", help=f"a scenario YAML file {NAMES_TOO}")
     shr.add_argument("--from-campaign", metavar="SEED/PROFILE/PARTITION", help="shrink a generated partition")
     shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES,
                      help=f"a partition protocol, or a metadata-quorum one ({', '.join(QUORUM_VARIANT_NAMES)}) for a quorum FILE")
     shr.add_argument("--invariant", required=True)
-    shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input / out/shrunk)")
+    shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input FILE, "
+                     "NAME-shrunk.yaml in the current directory for a bundled scenario's NAME; out/shrunk for --from-campaign)")
     _add_knob(shr)
 
     exp_ = sub.add_parser("explore", help="search every interleaving of steps up to a depth, breadth-first (docs/explore.md)",
@@ -270,10 +273,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("steps", help="print the table of step kinds (docs/steps.md)")
 
+    scen = sub.add_parser("scenarios", help="list the bundled scenarios, whose names run, compile and shrink accept "
+                                            "in place of a file (docs/scenario-format.md)")
+    scen.add_argument("--json", action="store_true", help="print name, family, description and file of each as JSON")
+
     res = sub.add_parser("results", help="read a stream's outputs back as result objects")
     res.add_argument("output", metavar="OUTPUT_DIR")
     res.add_argument("--json", action="store_true")
     return parser
+
+
+# The commands whose arguments are scenario files (argparse's dest of each), and what their help says:
+# a bundled scenario's name goes where a file does (replemu/bundled.py resolves it).
+SCENARIO_ARGUMENTS = {"run": "files", "compile": "files", "shrink": "file"}
+NAMES_TOO = ("(or a bundled scenario's name, e.g. s1-kip101-scenario-1: `replemu scenarios` lists them; an existing "
+             "file of that name wins)")
+
+
+def _resolve_scenario_arguments(args: argparse.Namespace) -> str | None:
+    """Turn the names of bundled scenarios among a command's scenario arguments into their files
+    (``args.scenario_names``: file -> the name given); the error of the first that is neither a
+    file nor a name, else None."""
+    from .bundled import UnknownScenario, resolve_scenario
+
+    dest = SCENARIO_ARGUMENTS.get(args.command)
+    given = getattr(args, dest, None) if dest else None
+    if given is None:
+        return None
+    args.scenario_names = {}
+    resolved = []
+    for argument in given if isinstance(given, list) else [given]:
+        try:
+            path = resolve_scenario(argument)
+        except UnknownScenario as exc:
+            return str(exc)
+        if str(path) != argument:
+            args.scenario_names[str(path)] = argument
+        resolved.append(str(path))
+    setattr(args, dest, resolved if isinstance(given, list) else resolved[0])
+    return None
 
 
 def _int_between(low: int, high: int):
@@ -323,6 +361,7 @@ COMMANDS = {
     "dashboard": "dashboard", "serve": "serve",
     "campaign": "campaign", "shrink": "campaign",
     "explore": "explore",
+    "scenarios": "bundled",
 }
 
 
@@ -334,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.knobs = parse_knob_assignments([t for t in args.knob if t.partition("=")[0].strip() not in QUORUM_KNOBS])
         except KnobError as exc:
             return fail(f"replemu: error: {exc}")
+    problem = _resolve_scenario_arguments(args)
+    if problem:
+        return fail(f"replemu: error: {problem}")
     try:
         module = importlib.import_module(f".{COMMANDS[args.command]}", __package__)
         return getattr(module, f"cmd_{args.command}")(args)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,14 +18,22 @@ def examples() -> list[str]:
     return re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), flags=re.S)
 
 
-def test_the_examples_of_docs_api_run(monkeypatch, spark):
-    """``spark``: the tests' one session, which the page's ``replemu.spark_session`` then returns."""
-    monkeypatch.chdir(ROOT)
+def test_the_examples_of_docs_api_run(monkeypatch, tmp_path, spark):
+    """In an empty directory, as someone who installed the wheel runs them: no file of the source
+    tree is reachable by a relative path (the bundled scenarios go by name).  ``spark``: the
+    tests' one session, which the page's ``replemu.spark_session`` then returns."""
+    monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     blocks = examples()
     assert len(blocks) >= 5
     for i, code in enumerate(blocks):
         exec(compile(code, f"docs/api.md example {i + 1}", "exec"), namespace)
+    # ...and what ran is this tree's code, not another copy found from the temporary directory
+    ours = ("replemu", "emulator", "scenario_io", "streaming", "expectations")
+    loaded = {name: m for name, m in sys.modules.items() if name.split(".")[0] in ours and getattr(m, "__file__", None)}
+    assert "replemu.bundled" in loaded
+    assert all(Path(m.__file__).resolve().is_relative_to(ROOT) for m in loaded.values()), sorted(
+        name for name, m in loaded.items() if not Path(m.__file__).resolve().is_relative_to(ROOT))
 
 
 def test_the_api_functions_outlive_imports_of_the_submodules_of_the_same_name():
