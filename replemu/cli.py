@@ -1,6 +1,8 @@
 """``replemu``: the command line (docs/ has the user guide; ``replemu COMMAND --help``).
 
-    replemu run FILE [FILE...] --protocol hw|kip101|kip279|kip320|all [--json] [--trace] [--check]
+    replemu run FILE [FILE...] --protocol VARIANT|all [--json] [--trace] [--check]
+
+(the variants: ``emulator.VARIANT_NAMES`` and ``QUORUM_VARIANT_NAMES``; ``replemu --help`` lists them)
 
 A FILE may also be a bundled scenario's name (``replemu scenarios`` lists them; replemu/bundled.py).
 
@@ -61,8 +63,10 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="replemu", description="Kafka replication emulator (HW truncation, KIP-101, KIP-279, KIP-320). "
-                     "Docs: docs/ in the source tree (README.md, docs/protocol.md, docs/scenario-format.md, docs/steps.md).")
+    parser = _Parser(prog="replemu", description="Kafka replication emulator: scenarios replayed under the partition "
+                     f"protocol variants ({', '.join(VARIANT_NAMES)}) and the metadata-quorum presets "
+                     f"({', '.join(QUORUM_VARIANT_NAMES)}). Docs in the source tree: README.md, then docs/ "
+                     "(docs/run.md, docs/protocol.md, docs/scenario-format.md, docs/steps.md).")
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="print the version and which build of the core runs (compiled with mypyc, or pure Python)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -200,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "state. Each violated invariant's shortest path is written as a scenario file with an expect block. "
                           "See docs/explore.md for what the search covers and what it cannot.")
     exp_.add_argument("--protocol", default="all", choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + ("all",),
-                      help="variant to search (default: all partition variants); kraft595, kraft853, kraft996 search the "
+                      help=f"variant to search (default: all partition variants); {', '.join(QUORUM_VARIANT_NAMES)} search the "
                            "metadata quorum (docs/explore.md \"The metadata quorum\")")
     exp_.add_argument("--replicas", type=_int_between(1, 5), metavar="N", help="replicas 1..N (default 2)")
     exp_.add_argument("--depth", type=_int_between(0, 1000), metavar="D",
@@ -242,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where the scenario files (DIR/PROTOCOL/INVARIANT.yaml) and the levels of the search go "
                            "(DIR/PROTOCOL/local or /spark: rerun the same command to resume; default out/explore)")
     exp_.add_argument("--json", action="store_true", help="print the result object (progress goes to stderr)")
-    quorum = exp_.add_argument_group("metadata quorum (kraft595, kraft853, kraft996; docs/explore.md)")
+    quorum = exp_.add_argument_group(f"metadata quorum ({', '.join(QUORUM_VARIANT_NAMES)}; docs/explore.md)")
     quorum.add_argument("--voters", type=_int_between(1, 8), metavar="N", help="voters 1..N (default 3)")
     quorum.add_argument("--observers", type=_int_between(0, 8), metavar="N",
                         help="observers N+1.. after the voters (default 0)")

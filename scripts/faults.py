@@ -557,7 +557,7 @@ def table(rows: list[Row], markdown: bool) -> str:
 def parse_args(argv: list[str] | None = None) -> tuple[Config, list[str], bool]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--faults", default=",".join(FAULTS), help=f"which, comma-separated (default all: {','.join(FAULTS)})")
-    p.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the README)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown (for docs/guarantees.md)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--partitions", type=int, default=60)
     p.add_argument("--steps-per-batch", type=int, default=20)

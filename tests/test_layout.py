@@ -163,7 +163,7 @@ def test_the_docs_step_table_is_generated_from_the_code():
 
 
 def test_package_data_is_the_user_editable_conf():
-    """conf/ is the user-editable copy the README points at: one file, shipped as package data."""
+    """conf/ is the user-editable copy the docs point at (docs/layout.md): one file, shipped as package data."""
     from importlib import resources
 
     assert (ROOT / "conf" / "workloads.yaml").read_bytes() == resources.files("scenario_io").joinpath("data/workloads.yaml").read_bytes()

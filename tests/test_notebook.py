@@ -1,4 +1,4 @@
-"""The notebook (docs/notebooks/replication-story.ipynb, README "The notebook") runs headless: executed
+"""The notebook (docs/notebooks/replication-story.ipynb, docs/notebook.md) runs headless: executed
 with nbclient in a kernel of this interpreter, from the repository's root, no cell fails and it
 draws its pictures; the committed file carries no outputs, so its diffs stay small."""
 
@@ -33,7 +33,7 @@ def test_the_committed_notebook_has_no_outputs():
 
 def test_the_notebook_runs_headless_and_draws():
     nb = read()
-    # The README's command is `jupyter execute`, which is this client; any cell's error raises
+    # docs/notebook.md's command is `jupyter execute`, which is this client; any cell's error raises
     # CellExecutionError, naming the cell and the traceback.
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
     outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]

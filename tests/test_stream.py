@@ -1,12 +1,15 @@
 """The Spark job, on a real local SparkSession: parity with `replemu run`, checkpointed restarts,
 quarantine of bad rows."""
 
+import glob
 import json
+import shlex
 import shutil
 from pathlib import Path
 
 import pytest
 
+import readme
 from conftest import BUNDLED
 from emulator import VARIANT_NAMES, run_scenario
 from replemu.compile import compile_scenarios
@@ -26,13 +29,57 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.parquet"))}
 
 
-@pytest.mark.parametrize("protocol", VARIANT_NAMES)
+README_TOUR = "tests/test_stream.py::test_the_readme_streaming_tour_matches_replemu_run"
+
+
+def readme_tour_protocol() -> str:
+    """The variant the README's streaming tour streams (its ``replemu stream --protocol``)."""
+    argv = [shlex.split(c.text) for b in readme.blocks_run_by(README_TOUR) for c in b.commands]
+    stream_argv = next(a for a in argv if a[:2] == ["replemu", "stream"])
+    return stream_argv[stream_argv.index("--protocol") + 1]
+
+
+# The README's tour streams one variant through the command line (below); the others here.
+@pytest.mark.parametrize("protocol", [p for p in VARIANT_NAMES if p != readme_tour_protocol()])
 def test_streamed_scenarios_match_replemu_run(spark, tmp_path, protocol):
     """Every bundled scenario, split over 3 micro-batches, ends as `replemu run --json` does."""
     compile_scenarios(FILES, tmp_path / "events", split=3)
     stats = stream(spark, tmp_path / "events", tmp_path, protocol)
     assert [s.batch_id for s in stats] == [0, 1, 2]
     streamed = {r["scenario"]: r for r in read_results(tmp_path / "output")}
+    for path in FILES:
+        expected = run_scenario(load_scenario(path), protocol)
+        assert streamed[expected["scenario"]] == expected
+
+
+def test_the_readme_streaming_tour_matches_replemu_run(spark, tmp_path, monkeypatch, capsys):
+    """The README's streaming tour, its commands run as written (``replemu compile``, ``stream``,
+    ``results``: the command line in this process, on the suite's SparkSession), prints what the
+    README shows, and every bundled scenario ends as `replemu run --json` does (the variant the
+    parametrized test above leaves to this one)."""
+    import streaming.session
+    from replemu.cli import main
+
+    monkeypatch.setattr(streaming.session, "build_spark", lambda *args, **kwargs: spark)
+    monkeypatch.setattr(streaming.session, "stop_session", lambda session: None)  # the suite's session lives on
+    # The suite's JVM keeps the directory it started in: relative paths are given from the README's
+    # root (a view of the repository whose out/ is this test's), and read back relative in the output.
+    root = readme.repo_view(tmp_path / "repo")
+    protocol, output = readme_tour_protocol(), None
+    for command in (c for b in readme.blocks_run_by(README_TOUR) for c in b.commands):
+        argv = shlex.split(command.text)
+        assert argv[0] == "replemu", f"README.md:{command.line}: not a replemu command: {command.text}"
+        argv = [expanded for arg in argv[1:] for expanded in
+                (sorted(glob.glob(str(root / arg))) if glob.has_magic(arg) else [arg])]
+        argv = [str(root / arg) if "/" in arg and not arg.startswith(("/", "-")) else arg for arg in argv]
+        if argv[0] == "stream":
+            output = Path(argv[argv.index("--output") + 1])
+        capsys.readouterr()
+        assert main(argv) == 0, f"README.md:{command.line}: `{command.text}` failed: {capsys.readouterr()}"
+        wrong = readme.mismatch(command.shown, capsys.readouterr().out.replace(f"{root}/", ""))
+        assert wrong is None, f"README.md:{command.line}: `{command.text}`: {wrong}"
+    assert output is not None, "the README's streaming tour runs no replemu stream"
+    streamed = {r["scenario"]: r for r in read_results(output)}
     for path in FILES:
         expected = run_scenario(load_scenario(path), protocol)
         assert streamed[expected["scenario"]] == expected
