@@ -86,6 +86,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import lz4.block
+import xxhash
+
 KINDS = ("missing", "empty", "torn", "undecodable", "orphan", "unreadable")
 REPAIR_MANIFEST = "repair.json"
 IDENTITY_FILE = "replemu-identity.json"  # streaming.checkpoint.IDENTITY_FILE (not imported: no pyspark here)
@@ -157,6 +160,8 @@ class _Bad(Exception):
 
 
 # -- codecs: Hadoop's .crc, XXHash32, LZ4 blocks ---------------------------------------------
+# XXHash32 and the LZ4 block decoder are the ``xxhash`` and ``lz4`` packages (C); the framing
+# around them (``lz4_block_stream``) is lz4-java's and is read here.
 
 def _hadoop_crc_matches(data: bytes, crc: bytes) -> bool | None:
     """Whether ``data`` matches a Hadoop ``.crc`` file (None: not a checksum file this reads)."""
@@ -171,98 +176,36 @@ def _hadoop_crc_matches(data: bytes, crc: bytes) -> bool | None:
     return expected == actual
 
 
-_M = 0xFFFFFFFF
-_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M
-
-
-def xxh32(data: bytes, seed: int) -> int:
-    """XXHash32 of ``data`` (lz4-java's ``StreamingXXHash32`` over one block gives the same)."""
-    n, i = len(data), 0
-    if n >= 16:
-        v1, v2, v3, v4 = (seed + _P1 + _P2) & _M, (seed + _P2) & _M, seed & _M, (seed - _P1) & _M
-        end = n - n % 16
-        for a, b, c, d in struct.iter_unpack("<4I", data[:end]):
-            v1 = _rotl((v1 + a * _P2) & _M, 13) * _P1 & _M
-            v2 = _rotl((v2 + b * _P2) & _M, 13) * _P1 & _M
-            v3 = _rotl((v3 + c * _P2) & _M, 13) * _P1 & _M
-            v4 = _rotl((v4 + d * _P2) & _M, 13) * _P1 & _M
-        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M
-        i = end
-    else:
-        h = (seed + _P5) & _M
-    h = (h + n) & _M
-    while i + 4 <= n:
-        h = _rotl((h + struct.unpack_from("<I", data, i)[0] * _P3) & _M, 17) * _P4 & _M
-        i += 4
-    while i < n:
-        h = _rotl((h + data[i] * _P5) & _M, 11) * _P1 & _M
-        i += 1
-    h ^= h >> 15
-    h = h * _P2 & _M
-    h ^= h >> 13
-    h = h * _P3 & _M
-    return h ^ (h >> 16)
-
-
-def _lz4_length(src: bytes, i: int, nibble: int) -> tuple[int, int]:
-    """A length from its token nibble: 15 continues with bytes added until one below 255."""
-    length = nibble
-    if nibble == 15:
-        while True:
-            b = src[i]
-            i += 1
-            length += b
-            if b != 255:
-                break
-    return length, i
-
-
-def lz4_block_decompress(src: bytes, size: int) -> bytes:
-    """One raw LZ4 block (no frame) to its ``size`` original bytes; ValueError when it is not one."""
-    dst, i, n = bytearray(), 0, len(src)
-    try:
-        while True:
-            token = src[i]
-            i += 1
-            lit, i = _lz4_length(src, i, token >> 4)
-            if i + lit > n:
-                raise ValueError("literals run past the block")
-            dst += src[i:i + lit]
-            i += lit
-            if i == n:
-                break
-            offset = src[i] | (src[i + 1] << 8)
-            i += 2
-            length, i = _lz4_length(src, i, token & 15)
-            length += 4
-            start = len(dst) - offset
-            if offset == 0 or start < 0:
-                raise ValueError("a match reaches before the block")
-            if offset >= length:
-                dst += dst[start:start + length]
-            else:
-                pattern = bytes(dst[start:])
-                dst += (pattern * (length // offset + 1))[:length]
-            if len(dst) > size:
-                raise ValueError("longer than its recorded length")
-    except IndexError:
-        raise ValueError("cut short inside a sequence") from None
-    if len(dst) != size:
-        raise ValueError(f"{len(dst)} bytes, not the recorded {size}")
-    return bytes(dst)
-
-
 LZ4_MAGIC = b"LZ4Block"
 LZ4_SEED = 0x9747B28C
 _LZ4_HEADER = 21
+_LZ4_LEVEL_BASE = 10  # lz4-java's COMPRESSION_LEVEL_BASE: a block holds at most 1 << (10 + token & 0x0F) bytes
+
+
+def lz4_block_decompress(src: bytes, size: int) -> bytes:
+    """One raw LZ4 block (no frame, no size prefix) to its ``size`` original bytes; ValueError when
+    it is not one.  ``lz4.block.decompress`` takes ``uncompressed_size`` as the room it gives the
+    output and returns a shorter result without complaint, so the length is checked here."""
+    try:
+        block = lz4.block.decompress(src, uncompressed_size=size)
+    except lz4.block.LZ4BlockError as exc:
+        raise ValueError(str(exc)) from None
+    if len(block) != size:
+        raise ValueError(f"{len(block)} bytes, not the recorded {size}")
+    return block
 
 
 def lz4_block_stream(data: bytes) -> bytes:
-    """The original bytes of an ``LZ4BlockOutputStream``; raises ``_Bad`` (torn / undecodable)."""
+    """The original bytes of an ``LZ4BlockOutputStream``; raises ``_Bad`` (torn / undecodable).
+
+    The format is lz4-java's own framing (what Spark's ``LZ4CompressionCodec`` writes), NOT the
+    standard LZ4 frame format (magic 0x184D2204, which ``lz4.frame`` reads): each block is a 21-byte
+    header (``LZ4Block``, a token byte, little-endian int32 compressed length, int32 original length,
+    uint32 checksum) and then a raw LZ4 block without the 4-byte size prefix that
+    ``lz4.block.compress`` adds by default (``store_size``), hence ``uncompressed_size=`` from the
+    header.  The checksum is XXHash32 with lz4-java's seed 0x9747b28c over the ORIGINAL bytes,
+    masked to its low 28 bits (``StreamingXXHash32.getValue() & 0xFFFFFFF``).  A header with an
+    original length of 0 is the end mark; another stream may follow it."""
     out, i, ended = bytearray(), 0, False
     while i < len(data):
         if len(data) - i < _LZ4_HEADER:
@@ -271,7 +214,8 @@ def lz4_block_stream(data: bytes) -> bytes:
             raise _Bad("undecodable", f"no LZ4Block magic at byte {i}")
         method = data[i + 8] & 0xF0
         clen, olen, check = struct.unpack_from("<iiI", data, i + 9)
-        if method not in (0x10, 0x20) or clen < 0 or olen < 0 or (method == 0x10 and clen != olen):
+        if (method not in (0x10, 0x20) or clen < 0 or olen < 0 or (method == 0x10 and clen != olen)
+                or olen > 1 << (_LZ4_LEVEL_BASE + (data[i + 8] & 0x0F))):  # as LZ4BlockInputStream refuses it
             raise _Bad("undecodable", f"a malformed block header at byte {i}")
         at, i = i, i + _LZ4_HEADER
         if olen == 0:
@@ -286,7 +230,7 @@ def lz4_block_stream(data: bytes) -> bytes:
             block = raw if method == 0x10 else lz4_block_decompress(raw, olen)
         except ValueError as exc:
             raise _Bad("undecodable", f"the LZ4 block at byte {at} does not decompress ({exc})") from None
-        if xxh32(block, LZ4_SEED) & 0xFFFFFFF != check:
+        if xxhash.xxh32_intdigest(block, seed=LZ4_SEED) & 0xFFFFFFF != check:
             raise _Bad("undecodable", f"the block at byte {at} fails its XXHash32 checksum")
         out += block
     if not ended:

@@ -80,6 +80,25 @@ def output_rows(out: Path) -> dict[tuple[str, int], list[tuple]]:
     return {key: sorted(batch, key=repr) for key, batch in sorted(rows.items())}
 
 
+def rows_difference(expected: dict[tuple[str, int], list[tuple]], got: dict[tuple[str, int], list[tuple]]) -> str | None:
+    """Where two ``output_rows`` differ, in words (None: they are the same): the first micro-batch
+    and kind missing, extra or with other rows, and the first row of it that differs."""
+    for key in sorted(set(expected) | set(got)):
+        kind, batch = key
+        if key not in got:
+            return f"{kind} of batch {batch}: missing ({len(expected[key])} rows expected)"
+        if key not in expected:
+            return f"{kind} of batch {batch}: not expected ({len(got[key])} rows)"
+        if expected[key] != got[key]:
+            a, b = expected[key], got[key]
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            if i < min(len(a), len(b)):
+                cols = [f"{k}: {dict(a[i]).get(k)!r} != {v!r}" for k, v in b[i] if dict(a[i]).get(k) != v]
+                return f"{kind} of batch {batch}, row {i}: {'; '.join(cols) or 'columns differ'}"
+            return f"{kind} of batch {batch}: {len(b)} rows, expected {len(a)}"
+    return None
+
+
 def replemu(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run the CLI as a user does (``python -m emulator`` is the ``replemu`` script)."""
     return subprocess.run([sys.executable, "-m", "replemu", *args], cwd=cwd, capture_output=True, text=True)

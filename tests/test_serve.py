@@ -386,6 +386,39 @@ def _copy_batch(src: Path, dst: Path, batch: int) -> None:
         f.write(line + "\n")
 
 
+# The job's small charts' y axes (app.js axisTicks(lo, hi, integer)): -> their labels, bottom up.
+# Integer data gets integer steps, a constant series a padded range, never a label twice (a
+# constant 1 was labelled "0, 1, 1": the rounding of 0.5).
+AXIS_CASES = [
+    ((1, 1, True), ["0", "1"]),
+    ((0, 0, True), ["0", "1"]),
+    ((3, 3, True), ["0", "1", "2", "3"]),
+    ((0, 7, True), ["0", "2", "4", "6", "8"]),
+    ((300, 300, True), ["0", "100", "200", "300"]),
+    ((0, 1234, True), ["0", "500", "1,000", "1,500"]),
+    ((0.3, 0.3, True), ["0", "1"]),  # state in KiB, labelled in whole KiB
+    ((0, 0, False), ["0.0", "0.5", "1.0"]),
+    ((0.37, 0.37, False), ["0.0", "0.1", "0.2", "0.3", "0.4"]),
+    ((0.1, 1.234, False), ["0.0", "0.5", "1.0", "1.5"]),
+    ((0, 0.0042, False), ["0.000", "0.002", "0.004", "0.006"]),
+    ((12, 97, False), ["0", "50", "100"]),
+]
+
+
+def check_chart_ticks(page) -> None:
+    """The axis function on AXIS_CASES, and every chart on the page: distinct labels, ascending."""
+    got = page.evaluate("cases => cases.map(([lo, hi, integer]) => window.replemu.axisTicks(lo, hi, integer).labels)",
+                        [list(args) for args, _ in AXIS_CASES])
+    assert dict(zip([args for args, _ in AXIS_CASES], got)) == dict(AXIS_CASES)
+    charts = page.locator("#charts svg").evaluate_all(
+        "svgs => svgs.map(s => [s.getAttribute('aria-label'), [...s.querySelectorAll('text.ytick')]"
+        ".sort((a, b) => b.getAttribute('y') - a.getAttribute('y')).map(t => t.textContent)])")
+    assert len(charts) == 4
+    for label, ticks in charts:
+        values = [float(t.replace(",", "")) for t in ticks]
+        assert len(ticks) >= 2 and len(set(ticks)) == len(ticks) and values == sorted(values), (label, ticks)
+
+
 def test_a_batch_landing_while_the_page_is_open_appears_without_a_reload(output, browser, tmp_path):
     live = tmp_path / "live"
     live.mkdir()
@@ -402,6 +435,7 @@ def test_a_batch_landing_while_the_page_is_open_appears_without_a_reload(output,
             w.wait_until(f"document.getElementById('job-line').textContent.includes('last: batch {BATCHES - 1}')", timeout=20)
             assert w.page.evaluate("window.__sameDocument") is True  # no reload happened
             assert f"batch {BATCHES - 1}" in w.page.evaluate("document.getElementById('charts').textContent")
+            check_chart_ticks(w.page)
             w.check_clean(urlparse(url).port)
         finally:
             w.close()

@@ -93,18 +93,38 @@ async function loadDetail(r, key) {
 }
 
 // -- the job ----------------------------------------------------------------------------------
-function lineChart(label, batches, value, fmt, marks) {
+// A small chart's y axis: steps of 1, 2 or 5 x 10^k, about four of them, from 0 (or the lowest value
+// below it) to the first step at or above the highest value; integer data (counts) gets integer
+// steps, so no two labels read the same ("1, 1, 0" for a constant 1 was the rounding of 0.5), and a
+// range of nothing (a constant 0) is padded to 0..1. Returns the axis' ends, its ticks and labels.
+function axisTicks(lo, hi, integer) {
+  lo = Math.min(0, lo); hi = Math.max(0, hi);
+  if (!(hi > lo)) hi = lo + 1;
+  const raw = (hi - lo) / 4, mag = 10 ** Math.floor(Math.log10(raw));
+  let step = [1, 2, 5, 10].map(m => m * mag).find(s => s >= raw * (1 - 1e-9));
+  if (integer) step = Math.max(1, Math.round(step));
+  const decimals = integer ? 0 : Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const first = Math.floor(lo / step + 1e-9), last = Math.ceil(hi / step - 1e-9);
+  const ticks = [];
+  for (let k = first; k <= last; k++) ticks.push(Number((k * step).toFixed(decimals)));
+  const labels = ticks.map(v => integer ? fmtInt(v) : v.toFixed(decimals));
+  return {lo: ticks[0], hi: ticks[ticks.length - 1], ticks, labels};
+}
+window.replemu = Object.freeze({axisTicks});  // for the page's tests (tests/test_serve.py)
+
+function lineChart(label, batches, value, fmt, marks, integer) {
   const pts = batches.filter(b => value(b) !== null && value(b) !== undefined);
   const box = el("div", {class: "chart"}); box.append(el("h4", {}, label));
   if (!pts.length) { box.append(el("p", {class: "note"}, "no data yet")); return box; }
   const W = 340, H = 150, L = 56, R = 10, T = 10, B = 26;
   const x0 = pts[0].batch_id, x1 = pts[pts.length - 1].batch_id;
-  const maxY = Math.max(1e-9, ...pts.map(value));
-  const x = b => L + (x1 === x0 ? (W - L - R) / 2 : (b - x0) * (W - L - R) / (x1 - x0)), y = v => H - B - v * (H - B - T) / maxY;
+  const axis = axisTicks(Math.min(...pts.map(value)), Math.max(...pts.map(value)), integer);
+  const x = b => L + (x1 === x0 ? (W - L - R) / 2 : (b - x0) * (W - L - R) / (x1 - x0));
+  const y = v => H - B - (v - axis.lo) * (H - B - T) / (axis.hi - axis.lo);
   const svg = svgEl("svg", {width: W, height: H, role: "img", "aria-label": label});
-  [0, maxY / 2, maxY].forEach(v => {
+  axis.ticks.forEach((v, i) => {
     svg.append(svgEl("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#eee"}));
-    svg.append(svgEl("text", {x: L - 4, y: y(v) + 4, "text-anchor": "end", "font-size": 10}, fmt(v)));
+    svg.append(svgEl("text", {x: L - 4, y: y(v) + 4, "text-anchor": "end", "font-size": 10, class: "ytick"}, axis.labels[i]));
   });
   svg.append(svgEl("text", {x: x(x0), y: H - 8, "text-anchor": x1 === x0 ? "middle" : "start", "font-size": 10}, `batch ${x0}`));
   if (x1 !== x0) svg.append(svgEl("text", {x: x(x1), y: H - 8, "text-anchor": "end", "font-size": 10}, `batch ${x1}`));
@@ -133,10 +153,10 @@ function drawJob() {
   if (bs.length) {
     const marks = bs.filter(b => Object.keys(b.violations || {}).length).map(b => b.batch_id);
     const row = el("div", {class: "charts"});
-    row.append(lineChart("input rows per batch", bs, b => b.input_rows, v => fmtInt(Math.round(v)), marks));
-    row.append(lineChart("batch duration (s)", bs, b => b.duration_s, v => (v === 0 ? "0" : v.toFixed(v < 10 ? 2 : 0)), marks));
-    row.append(lineChart("state (KiB)", bs, b => b.state_bytes === null || b.state_bytes === undefined ? null : b.state_bytes / 1024, v => fmtInt(Math.round(v)), marks));
-    row.append(lineChart("violations first found per batch", bs, b => Object.values(b.violations || {}).reduce((a, c) => a + c, 0), v => fmtInt(Math.round(v)), marks));
+    row.append(lineChart("input rows per batch", bs, b => b.input_rows, v => fmtInt(Math.round(v)), marks, true));
+    row.append(lineChart("batch duration (s)", bs, b => b.duration_s, v => (v === 0 ? "0" : v.toFixed(v < 10 ? 2 : 0)), marks, false));
+    row.append(lineChart("state (KiB)", bs, b => b.state_bytes === null || b.state_bytes === undefined ? null : b.state_bytes / 1024, v => fmtInt(Math.round(v)), marks, true));
+    row.append(lineChart("violations first found per batch", bs, b => Object.values(b.violations || {}).reduce((a, c) => a + c, 0), v => fmtInt(Math.round(v)), marks, true));
     charts.append(row);
   }
   const counts = el("p", {class: "counts"});
