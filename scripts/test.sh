@@ -23,7 +23,7 @@ echo "test: ruff check"
 # file each at a time, so a file's module fixtures are built once): the suite waits on JVMs, servers
 # and subprocesses often enough that a second process fills the gaps. REPLEMU_TEST_WORKERS=0 runs it
 # in this one process. The slowest tests are listed at the end.
-workers="${REPLEMU_TEST_WORKERS:-3}"
+workers="${REPLEMU_TEST_WORKERS:-2}"
 if [ "$workers" = 0 ]; then
   exec .venv/bin/python -m pytest --durations=20 "$@"
 fi
