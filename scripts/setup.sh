@@ -36,9 +36,13 @@ if [ -n "$why" ]; then
   # The old build goes first: a build that ends in pure Python must not leave stale modules behind.
   rm -f emulator/*.so emulator/_compiled_from.txt
   # setup.py compiles with the mypyc of .venv (same pin as pyproject.toml's dev extra): no build isolation.
+  # pip byte-compiles each package as it installs it, one core; compileall then does all of them on
+  # every core (~28 CPU s for ~9,000 files: half the wall time on two cores).
   if ! { .venv/bin/python -m pip install --upgrade pip \
          && .venv/bin/python -m pip install "setuptools==80.9.0" "mypy==2.4.1" \
-         && .venv/bin/python -m pip install -v --no-build-isolation -e ".[dev,notebook]"; } >"$log" 2>&1; then
+         && .venv/bin/python -m pip install -v --no-compile --no-build-isolation -e ".[dev,notebook]" \
+         && { .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+              || echo "setup: compileall could not compile some files (as pip, it skips them)"; }; } >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "setup: pip install failed; the full log is $log" >&2
     exit 1

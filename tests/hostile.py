@@ -1948,9 +1948,12 @@ CLI_CASES: tuple[CliCase, ...] = (
 )
 
 
-def cli_fixtures(root: Path, run_cli: Callable[[list[str]], tuple[int, str, str]], checkpoint: bool = False) -> dict[str, str]:
+def cli_fixtures(root: Path, run_cli: Callable[[list[str]], tuple[int, str, str]], checkpoint: bool = False,
+                 stream: Callable[[str, str, str], None] | None = None) -> dict[str, str]:
     """The files the command lines name, under ``root``.  ``run_cli(argv) -> (status, out, err)``
-    runs ``replemu`` (used for a real result JSON, events and, with ``checkpoint``, a stream)."""
+    runs ``replemu`` (used for a real result JSON, events and, with ``checkpoint``, a stream).
+    ``stream(events, output, checkpoint)``: makes the checkpoint instead of ``replemu stream
+    --protocol kip320`` (the test suite runs it on its SparkSession: no JVM to start)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     s = seeds()
@@ -1994,6 +1997,9 @@ def cli_fixtures(root: Path, run_cli: Callable[[list[str]], tuple[int, str, str]
     (seg / "replication-offset-checkpoint").write_text("0\n")
     if checkpoint and not Path(fx["checkpoint"]).exists():
         base = Path(fx["checkpoint"]).parent
+        if stream is not None:
+            stream(fx["events"], str(base / "out"), fx["checkpoint"])
+            return fx
         status, out, err = run_cli(["stream", "--input", fx["events"], "--output", str(base / "out"), "--checkpoint",
                                     fx["checkpoint"], "--protocol", "kip320"])
         if status != 0:

@@ -165,14 +165,19 @@ def _cli_subprocess(argv: list[str], cwd: Path, timeout: float):
 
 
 @pytest.fixture(scope="module")
-def cli_fixtures(tmp_path_factory):
+def cli_fixtures(tmp_path_factory, request):
     root = tmp_path_factory.mktemp("cli")
 
     def cli(argv):
         status, out, err, _, _ = _cli_subprocess(argv, root, 600)
         return status, out, err
 
-    return hostile.cli_fixtures(root / "fx", cli, checkpoint=SPARK_FIXTURES), root
+    def stream(events: str, output: str, checkpoint: str) -> None:  # the checkpoint the `state` cases read
+        from streaming.job import run_stream
+
+        run_stream(events, output, checkpoint, "kip320", spark=request.getfixturevalue("spark"), quiet=True)
+
+    return hostile.cli_fixtures(root / "fx", cli, checkpoint=SPARK_FIXTURES, stream=stream), root
 
 
 @pytest.mark.parametrize("case", hostile.CLI_CASES, ids=[c.label for c in hostile.CLI_CASES])

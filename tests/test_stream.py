@@ -85,17 +85,22 @@ def test_the_readme_streaming_tour_matches_replemu_run(spark, tmp_path, monkeypa
         assert streamed[expected["scenario"]] == expected
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(spark, tmp_path_factory):
+    """The bundled scenarios' events in five files, and the output of one run over all of them."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    write_event_files([scenario_rows(load_scenario(p)) for p in FILES], root / "all", split=5)
+    stream(spark, root / "all", root / "straight", "kip101")
+    return root
+
+
 @pytest.mark.parametrize("stop_after", [1, 2, 4])
-def test_restart_from_checkpoint_gives_the_uninterrupted_output(spark, tmp_path, stop_after):
+def test_restart_from_checkpoint_gives_the_uninterrupted_output(spark, tmp_path, stop_after, uninterrupted):
     """Stop after k micro-batches (mid-scenario), restart from the checkpoint: same bytes, no
     duplicated or missing rows."""
-    rows = [scenario_rows(load_scenario(p)) for p in FILES]
-    write_event_files(rows, tmp_path / "all", split=5)
-    stream(spark, tmp_path / "all", tmp_path / "straight", "kip101")
-
     events = tmp_path / "events"
     events.mkdir()
-    files = sorted((tmp_path / "all").iterdir())
+    files = sorted((uninterrupted / "all").iterdir())
     for f in files[:stop_after]:
         shutil.copy2(f, events / f.name)  # keeps the mtime: the source's order
     first = stream(spark, events, tmp_path / "restarted", "kip101")
@@ -105,7 +110,7 @@ def test_restart_from_checkpoint_gives_the_uninterrupted_output(spark, tmp_path,
     second = stream(spark, events, tmp_path / "restarted", "kip101")
     assert [s.batch_id for s in second] == list(range(stop_after, 5))
 
-    straight, restarted = tree_bytes(tmp_path / "straight" / "output"), tree_bytes(tmp_path / "restarted" / "output")
+    straight, restarted = tree_bytes(uninterrupted / "straight" / "output"), tree_bytes(tmp_path / "restarted" / "output")
     assert sorted(straight) == sorted(restarted)
     assert straight == restarted
     timeline = [r for r in read_results(tmp_path / "restarted" / "output")]
