@@ -230,6 +230,32 @@ VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (HW, KIP101, KIP279, 
 VARIANT_NAMES: tuple[str, ...] = tuple(VARIANTS)
 
 
+@dataclass(frozen=True, slots=True)
+class VariantDoc:
+    """What a variant is, for people: the Kafka releases it stands for and what it adds to the one
+    before it (README's variant table is generated from ``VARIANT_DOCS``: scripts/variant_table.py)."""
+
+    kafka: str
+    adds: str
+
+
+VARIANT_DOCS: dict[str, VariantDoc] = {
+    "hw": VariantDoc("0.8 – 0.10.2", "truncation on become-follower to the follower's own HW"),
+    "kip101": VariantDoc("0.11 – 1.1", "one OffsetsForLeaderEpoch v0 round, HW fallback"),
+    "kip279": VariantDoc("2.0", "the iterative epoch / end-offset exchange"),
+    "kip320": VariantDoc("2.1+", "kip279 + fencing, truncation on every epoch change, epoch entry at election, "
+                                 "ISR join at the epoch start"),
+    "kip903": VariantDoc("3.5 (KRaft)", "kip320 on KRaft: broker registration and epochs, fencing and unfencing "
+                                        "with automatic elections, AlterPartition (KIP-841: no fenced broker joins "
+                                        "the ISR; KIP-903: nor one that registered again since its fetch), the 3.5 "
+                                        "leader-epoch bump on every ISR shrink"),
+    "kip966": VariantDoc("KIP-966 (ELR code from 3.7)", "kip903 + Eligible Leader Replicas, no HW advance below "
+                                                        "min ISR, no epoch bump on a shrink, balanced unclean "
+                                                        "recovery (GetReplicaLogInfo from the LastKnownELR)"),
+}
+assert tuple(VARIANT_DOCS) == VARIANT_NAMES
+
+
 def variant_named(name: str, knobs: dict[str, Any] | None = None) -> ProtocolVariant:
     try:
         variant = VARIANTS[name]
