@@ -21,6 +21,20 @@ os.environ.setdefault("REPLEMU_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSe
 BUNDLED = ROOT / "conf" / "scenarios"
 
 
+def load_script(name: str):
+    """``scripts/NAME.py`` as a module (a script, not a package), loaded once per process."""
+    import importlib.util
+
+    module_name = f"replemu_scripts_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, ROOT / "scripts" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses look their module up while the file runs
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
 def scenario(steps: list, replicas=(1, 2), **config):
     """Build a scenario from YAML-shaped steps (the contract's own form)."""
     return parse_scenario({"name": "t", "replicas": list(replicas), "config": config, "steps": steps})

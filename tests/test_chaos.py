@@ -12,28 +12,15 @@ micro-batches, is ``python scripts/chaos.py --partitions 1000 --kills 20``."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
-from conftest import output_rows, rows_difference
+from conftest import load_script, output_rows, rows_difference
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_chaos():
-    """``scripts/chaos.py`` as a module (it is a script, not a package)."""
-    name = "replemu_scripts_chaos"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "chaos.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while the file runs
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-chaos = load_chaos()
+chaos = load_script("chaos")
 
 SEED, KILLS = 2, 4  # the plan of the full-size kind: plan_kills(2, 4, 6)
 # The Spark run: 20 partitions, 3 micro-batches, 5 starts of the CLI (the fewest four kills allow).

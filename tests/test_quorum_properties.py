@@ -17,6 +17,8 @@ hypothesis draws the seed, the scenario number and the preset, with the reconfig
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,22 +29,29 @@ from emulator.quorum_state import QuorumRole
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES, quorum_variant_named
 from emulator.quorum_workload import generate_quorum_scenario
 
+
+def walk(seed: int, k: int, protocol: str) -> Iterator[tuple[int, Quorum, list[tuple[str, str]], int]]:
+    """Scenario ``k`` of ``seed``'s quorum campaign under ``protocol``, step by step: the step's
+    number, the quorum after it, the invariants it broke (name, detail) and the disks lost so far."""
+    scenario = parse_quorum_scenario(generate_quorum_scenario(seed, k, protocol))
+    q = Quorum(tuple(scenario.voters), tuple(scenario.observers), quorum_variant_named(protocol, {}))
+    checker = QuorumChecker()
+    disks_lost = 0
+    for number, step in enumerate(scenario.steps, 1):
+        outcome = q.apply(step)
+        disks_lost += type(step).__name__ == "LoseDisk"
+        yield number, q, list(checker.observe(q, outcome)), disks_lost
+
+
 RUNS = settings(deadline=None, max_examples=120, suppress_health_check=[HealthCheck.too_slow])
 
 
 @RUNS
 @given(st.integers(0, 10**6), st.integers(0, 10**6), st.sampled_from(QUORUM_VARIANT_NAMES))
 def test_every_preset_keeps_its_safety_over_generated_runs(seed, k, protocol):
-    doc = generate_quorum_scenario(seed, k, protocol)
-    scenario = parse_quorum_scenario(doc)
-    q = Quorum(tuple(scenario.voters), tuple(scenario.observers), quorum_variant_named(protocol, {}))
-    checker = QuorumChecker()
     leader_hw: dict[tuple[int, int], int] = {}
-    disks_lost = 0
-    static = not q.variant.dynamic_voters
-    for number, step in enumerate(scenario.steps, 1):
-        outcome = q.apply(step)
-        disks_lost += type(step).__name__ == "LoseDisk"
+    for number, q, broken, disks_lost in walk(seed, k, protocol):
+        static = not q.variant.dynamic_voters
         where = f"{protocol} seed {seed} scenario {k} step {number}"
         for sid, s in sorted(q.servers.items()):
             if s.role is QuorumRole.STOPPED:
@@ -51,7 +60,7 @@ def test_every_preset_keeps_its_safety_over_generated_runs(seed, k, protocol):
             if s.role is QuorumRole.LEADER:
                 assert s.hw >= leader_hw.get((sid, s.epoch), 0), f"{where}: leader {sid}'s HW went down in epoch {s.epoch}"
                 leader_hw[(sid, s.epoch)] = s.hw
-        for name, detail in checker.observe(q, outcome):
+        for name, detail in broken:
             if static and disks_lost >= 1 and name != "ReconfigOneAtATime":
                 continue  # the static voter set's known flaw (test below)
             assert name == "Durability" and disks_lost >= 2, f"{where}: {name}: {detail}"
@@ -62,17 +71,6 @@ def test_a_static_voter_that_lost_its_disk_elects_a_leader_without_the_committed
     the committed records [LeaderChange, v8] of epoch 1, lost its disk, and granted voter 1 — whose
     log is empty — its vote in epoch 4: leader 1 lacks committed offset 0 (LeaderCompleteness), one
     disk lost. With dynamic voters that vote is refused (tests/test_quorum_core.py)."""
-    doc = generate_quorum_scenario(10548, 10548, "kraft595")
-    scenario = parse_quorum_scenario(doc)
-    q = Quorum(tuple(scenario.voters), tuple(scenario.observers), quorum_variant_named("kraft595", {}))
-    checker = QuorumChecker()
-    found, disks_lost = None, 0
-    for number, step in enumerate(scenario.steps, 1):
-        outcome = q.apply(step)
-        disks_lost += type(step).__name__ == "LoseDisk"
-        broken = [name for name, _ in checker.observe(q, outcome)]
-        if broken:
-            found = (number, broken, disks_lost)
-            break
-    assert found == (41, ["LeaderCompleteness"], 1)
+    number, q, broken, disks_lost = next(w for w in walk(10548, 10548, "kraft595") if w[2])
+    assert (number, [name for name, _ in broken], disks_lost) == (41, ["LeaderCompleteness"], 1)
     assert q.servers[1].role is QuorumRole.LEADER and q.servers[1].epoch == 4 and q.servers[3].leo == 0

@@ -111,12 +111,9 @@ def test_text_names_the_variants_of_the_table(where):
 def test_the_readme_variant_table_is_the_table():
     """Its rows are generated from emulator.variants.VARIANT_DOCS (scripts/variant_table.py), which
     has one entry per variant of the table."""
-    import importlib.util
+    from conftest import load_script
 
-    spec = importlib.util.spec_from_file_location("variant_table", ROOT / "scripts" / "variant_table.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("variant_table")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([\w]+)` \|", readme, flags=re.M)
     assert tuple(rows) == VARIANT_NAMES, f"README's variant table lists {rows}, the table is {list(VARIANT_NAMES)}"
