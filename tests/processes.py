@@ -8,8 +8,11 @@ gone the JVM is re-parented and nothing links it to the command any more."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import time
+from pathlib import Path
 
 
 def stat_fields(pid: int | str) -> list[str] | None:
@@ -77,6 +80,43 @@ def kill_job(sessions: set[int], sig: int = signal.SIGKILL, timeout_s: float = 6
             raise RuntimeError(f"processes of the killed job survive: {rest}")
         time.sleep(0.05)
 
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses with a socket listening on TCP ``port`` (from /proc/net/tcp and tcp6)."""
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6,
+                                           b"".join(bytes.fromhex(address[i:i + 8])[::-1] for i in range(0, width, 8))))
+    return found
+
+
+class ClusterWatch:
+    """What a running ``replemu stream`` (started with ``start_new_session=True``, its stdout in
+    ``stdout``) shows of itself while polled: its executor JVMs (``CoarseGrainedExecutorBackend``),
+    the most alive at once, each one's Python workers (``pyspark.daemon`` children) and the
+    addresses its Spark UI listens on (from the port its first line names)."""
+
+    def __init__(self, pid: int, stdout: Path) -> None:
+        self.pid, self.stdout = pid, stdout
+        self.executors: set[int] = set()
+        self.max_alive = 0
+        self.workers_of: dict[int, set[int]] = {}
+        self.ui: set[str] | None = None
+
+    def poll(self) -> None:
+        procs = job_processes({self.pid})
+        alive = {pid for pid, _, cmd in procs if "CoarseGrainedExecutorBackend" in cmd}
+        self.executors, self.max_alive = self.executors | alive, max(self.max_alive, len(alive))
+        for pid, ppid, cmd in procs:
+            if ppid in self.executors and "pyspark.daemon" in cmd:
+                self.workers_of.setdefault(ppid, set()).add(pid)
+        if self.ui is None and (m := re.search(r"Spark UI: http://[^:/]+:(\d+)", self.stdout.read_text())):
+            self.ui = listening_addresses(int(m.group(1)))
 
 # -- the role of each process of a job (scripts/bench_scaleout.py samples RSS and CPU by role) --
 

@@ -3,21 +3,21 @@
 * on a standalone cluster — pyspark's own master and two workers (``spark-class
   org.apache.spark.deploy.master.Master`` / ``...worker.Worker``) on 127.0.0.1, one core each;
   the driver is killed (SIGKILL of its process groups) mid-stream and the same command restarted;
-* on ``local-cluster[2,1,1024]`` — a standalone master, two workers and two executor JVMs, each with
-  its own Python workers, all on this machine (the test watches them run);
 * through Spark Connect — a server started from pyspark's own ``sbin/start-connect-server.sh``,
   where the foreachBatch sink, the Python data source and the state function run in the server's
   Python processes and only the listener and the driving loop run in the client.
 
 Each compares every output kind's rows per micro-batch (``conftest.output_rows``: sorted rows, since
 the Parquet files inside a micro-batch are named and split by the Spark tasks that wrote them,
-which differ between set-ups; the GX validations included) and ``replemu results --json``."""
+which differ between set-ups; the GX validations included) and ``replemu results --json``.
+
+``local-cluster[2,1,1024]`` (two executor JVMs, each with its own Python workers) is checked by
+``tests/test_storage.py``, where a job started on one JVM is continued on it."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, output_rows, replemu
-from processes import job_processes, kill_job
+from processes import kill_job, listening_addresses
 
 WORKLOAD = ["--workload", "hard", "--partitions", "8", "--seed", "1", "--steps-per-batch", "10", "--max-steps", "30",
             "--protocol", "kip320"]
@@ -60,54 +60,6 @@ def local_output(spark, tmp_path_factory) -> Path:
                        observer=ExpectationsObserver(), shuffle_partitions=2)
     assert len(stats) == 3 and sum(s.violations for s in stats) > 0  # violations and errors are compared too
     return root / "out"
-
-
-def _listening_addresses(port: int) -> set[str]:
-    """The local addresses with a socket listening on TCP ``port`` (from /proc/net/tcp and tcp6)."""
-    found = set()
-    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
-        for line in Path(table).read_text().splitlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            address, hex_port = local.split(":")
-            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
-                found.add(socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6,
-                                           b"".join(bytes.fromhex(address[i:i + 8])[::-1] for i in range(0, width, 8))))
-    return found
-
-
-def test_local_cluster_runs_two_executor_jvms_with_their_own_python_workers_and_gives_local_outputs(tmp_path, local_output):
-    out = tmp_path / "stdout"
-    cmd = [sys.executable, "-m", "replemu", "stream", *WORKLOAD, "--master", "local-cluster[2,1,1024]",
-           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck")]  # the Spark UI on: the default
-    with open(out, "w") as stdout:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    executors, max_alive, workers_of, ui = set(), 0, {}, None
-    try:
-        deadline = time.monotonic() + 1200  # generous: a loaded 2-core machine took ~600 s
-        while proc.poll() is None and time.monotonic() < deadline:
-            procs = job_processes({proc.pid})
-            alive = {pid for pid, _, cmd in procs if "CoarseGrainedExecutorBackend" in cmd}
-            executors, max_alive = executors | alive, max(max_alive, len(alive))
-            for pid, ppid, cmd in procs:
-                if ppid in executors and "pyspark.daemon" in cmd:
-                    workers_of.setdefault(ppid, set()).add(pid)
-            if ui is None and (m := re.search(r"Spark UI: http://[^:/]+:(\d+)", out.read_text())):
-                ui = _listening_addresses(int(m.group(1)))
-            time.sleep(0.2)
-        stderr = proc.communicate(timeout=max(1, deadline - time.monotonic()))[1]
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        app = re.search(r"Spark application (app-\S+),", out.read_text())
-        if app:  # local-cluster keeps each executor's work directory under SPARK_HOME/work
-            shutil.rmtree(SPARK_HOME / "work" / app.group(1), ignore_errors=True)
-    assert proc.returncode == 0, stderr[-2000:]
-    # two executor JVMs, each with Python workers of its own (a third may flash up while the
-    # application stops: the standalone master replaces an executor that exits before it is told)
-    assert len(workers_of) == 2 and max_alive >= 2, f"executor JVMs {sorted(executors)}, their Python workers {workers_of}"
-    assert ui == {"::ffff:127.0.0.1"} or ui == {"127.0.0.1"}, ui  # a local master's UI: this machine only
-    assert "3 micro-batches" in out.read_text()
-    assert_same_outputs(tmp_path / "out", local_output)
 
 
 def _free_port() -> int:
@@ -247,7 +199,7 @@ def connect_server(tmp_path):
                 break
             except OSError:
                 time.sleep(0.5)
-        assert _listening_addresses(port) in ({"::ffff:127.0.0.1"}, {"127.0.0.1"})
+        assert listening_addresses(port) in ({"::ffff:127.0.0.1"}, {"127.0.0.1"})
         yield f"sc://127.0.0.1:{port}"
     finally:
         subprocess.run(["bash", str(SPARK_HOME / "sbin" / "stop-connect-server.sh")], env=env, capture_output=True, timeout=60)
