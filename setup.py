@@ -119,8 +119,17 @@ class BuildExt(build_ext):
         say(f"the core is compiled with mypyc ({len(self.modules)} modules of emulator/; emulator.BUILD says which runs)")
 
 
+# scripts/setup.sh builds the core (``setup.py build_ext --inplace``) beside pip's install of the
+# dependencies and sets this for that install: its editable wheel then carries no extension (the
+# editable install finds the in-place build in emulator/ as it finds the .py files).
+BUILT_BESIDE = "REPLEMU_CORE_BUILT_BESIDE"
+
+
 def core_extensions() -> list[Extension]:
-    """``[PENDING]`` when mypyc and a C compiler are there, else ``[]`` (pure Python)."""
+    """``[PENDING]`` when mypyc and a C compiler are there, else ``[]`` (pure Python, or the core
+    built beside this install: ``$REPLEMU_CORE_BUILT_BESIDE``)."""
+    if os.environ.get(BUILT_BESIDE) == "1":
+        return []
     try:
         import mypyc.build  # noqa: F401
     except ImportError:
