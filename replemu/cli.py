@@ -29,6 +29,7 @@ from emulator.quorum_variants import (
 )
 from emulator.variants import KNOBS, KnobError, parse_knob_assignments
 from streaming.checkpoint import CHANGEABLE_IDENTITY
+from streaming.session import SessionError
 from streaming.triggers import TRIGGER_HELP
 
 from .cli_common import EXIT_CHECK_FAILED, EXIT_FAILED, EXIT_INVALID, EXIT_OK, fail  # noqa: F401  (every status)
@@ -384,6 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a file the arguments named could not be read or written
         where = f"{exc.filename}: " if exc.filename else ""
         return fail(f"replemu: error: {where}{exc.strerror or exc}")
+    except SessionError as exc:  # Spark could not start (no Java, a Connect server that does not answer)
+        return fail(f"replemu: {exc}", status=EXIT_FAILED)
     except Exception as exc:  # a bug: one line, not a traceback (REPLEMU_DEBUG=1 shows it)
         if os.environ.get("REPLEMU_DEBUG"):
             raise

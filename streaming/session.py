@@ -94,7 +94,23 @@ def remote_unreachable(remote: str, timeout_s: float = 10) -> str | None:
 
 
 class SessionError(RuntimeError):
-    """A session could not be opened (a Spark Connect server that does not answer): one line for the user."""
+    """A session could not be opened (a Spark Connect server that does not answer, a driver JVM
+    that did not start): one line for the user."""
+
+
+def java_problem(exc: BaseException) -> str:
+    """The line for a driver JVM that exited before it answered (pyspark's JAVA_GATEWAY_EXITED):
+    which Java was tried, what Spark needs."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        tried = f"JAVA_HOME={home}" + ("" if os.access(os.path.join(home, "bin", "java"), os.X_OK) else " has no bin/java")
+    else:
+        import shutil
+
+        found = shutil.which("java")
+        tried = f"java on PATH: {found}" if found else "no JAVA_HOME and no java on PATH"
+    return (f"the driver's JVM did not start ({tried}; pyspark: {str(exc).strip().splitlines()[0][:200]}): "
+            f"Spark needs Java 17 or 21, set JAVA_HOME to it")
 
 
 def build_spark(master: str | None = None, conf_path: str | Path | None = None, app_name: str = "replemu", *,
@@ -259,6 +275,9 @@ def _launch_jvm_in_own_session(conf: dict[str, str]) -> None:
 
     from .jvm_output import pump_jvm_stderr
 
-    gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True, "stderr": subprocess.PIPE})
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True, "stderr": subprocess.PIPE})
+    except Exception as exc:  # PySparkRuntimeError JAVA_GATEWAY_EXITED: no Java, a broken one, too little memory
+        raise SessionError(java_problem(exc)) from None
     threading.Thread(target=pump_jvm_stderr, args=(gateway.proc.stderr,), name="replemu-jvm-stderr", daemon=True).start()
     SparkContext._ensure_initialized(gateway=gateway)

@@ -20,6 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("REPLEMU_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1")
 BUNDLED = ROOT / "conf" / "scenarios"
 
+# Hypothesis draws the same examples on every run ("ci", the default: a red CI run means the
+# commit, not the dice) unless REPLEMU_HYPOTHESIS=explore asks for fresh random ones (new examples
+# each run, failures kept in .hypothesis/ and replayed first): docs/testing.md.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True)
+_hypothesis_settings.register_profile("explore", derandomize=False)
+_hypothesis_settings.load_profile(os.environ.get("REPLEMU_HYPOTHESIS", "ci"))
+
 
 def load_script(name: str):
     """``scripts/NAME.py`` as a module (a script, not a package), loaded once per process."""
@@ -122,8 +131,8 @@ def replemu(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 # ``scripts/test.sh``'s --durations on the 2-core machine). They are collected first: scripts/test.sh
 # hands whole files to two pytest processes in collection order (--no-loadscope-reorder), so the
 # long ones start early and the short ones fill in, and both processes end at about the same time.
-LONG_FILES = ("test_cluster.py", "test_chaos.py", "test_failures.py", "test_storage.py", "test_stream.py",
-              "test_graceful_stop.py", "test_expectations_spark.py", "test_fuzz.py", "test_checkpoint_repair.py",
+LONG_FILES = ("test_cluster.py", "test_chaos.py", "test_stream.py", "test_storage.py", "test_expectations_spark.py",
+              "test_failures.py", "test_graceful_stop.py", "test_fuzz.py", "test_checkpoint_repair.py",
               "test_output_layout.py", "test_explore.py")
 
 

@@ -192,3 +192,30 @@ def test_each_fault_of_scripts_faults_is_told_by_its_cause(name):
     assert "a bug in replemu" not in action
     if name == "metadata emptied":
         assert failure.lines("kip320", "/ck", "/out", "LOG")[0].endswith("(/ck/metadata)")
+
+
+@pytest.mark.parametrize("command", [
+    ["stream", "--workload", "clean", "--partitions", "2", "--seed", "1", "--max-steps", "5", "--protocol", "hw"],
+    ["state"],
+])
+def test_a_driver_jvm_that_cannot_start_is_one_line_naming_the_java_it_tried(tmp_path, command):
+    """JAVA_HOME naming a directory without Java (a common slip): exit 3 and one line that says
+    which Java was tried and what Spark needs, not "a bug in replemu"."""
+    import os
+
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    if command == ["state"]:  # a checkpoint with something in it, so that `state` gets as far as Spark
+        for log in ("offsets", "commits"):
+            (ck / log).mkdir(parents=True)
+            (ck / log / "0").write_text("v1\n{}\n")
+        (ck / "state" / "0" / "0").mkdir(parents=True)
+        argv = [*command, str(ck)]
+    else:
+        argv = [*command, "--output", str(out), "--checkpoint", str(ck)]
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
+    done = subprocess.run([sys.executable, "-m", "replemu", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("replemu: the compiled modules are stale")]
+    assert done.returncode == 3 and len(lines) == 1, done.stderr
+    assert f"JAVA_HOME={tmp_path / 'no-java'} has no bin/java" in lines[0] and "Java 17" in lines[0], lines[0]
+    assert "bug in replemu" not in lines[0] and "Traceback" not in done.stderr
