@@ -60,7 +60,7 @@ def test_the_log_rotates_and_keeps_every_line(tmp_path):
     assert "".join(f.read_text() for f in files) == "".join(lines)
 
 
-WORKLOAD = {"seed": 1, "partitions": 30, "steps_per_batch": 20, "max_steps": 80}  # 4 micro-batches (the 2 MB disk fills in the first: its Data Docs alone are larger)
+WORKLOAD = {"seed": 1, "partitions": 30, "steps_per_batch": 20, "max_steps": 40}  # 2 micro-batches (the 2 MB disk fills in the first: its Data Docs alone are larger)
 
 
 def _stream(out: Path, ck: Path) -> subprocess.CompletedProcess:

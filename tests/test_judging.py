@@ -85,7 +85,8 @@ def test_deep_generated_scenarios(scenario):
                                                                    HealthCheck.large_base_example])
 @given(deep_scenario(protocol="kip320"))
 def test_deep_scenarios_random_draws(scenario):
-    """Not derandomized: every run explores new programs."""
+    """Draws of their own, apart from the fixed sample above: the same ones on every CI run (the
+    ``ci`` profile), new programs each run under ``REPLEMU_HYPOTHESIS=explore`` (docs/testing.md)."""
     variant = variant_of("kip320")
     judged_alike(scenario, variant.name)
 

@@ -3,7 +3,7 @@
 URIs take that very path on this machine (Hadoop's local filesystem), so the bytes can be compared
 with a run on plain paths.
 
-The restart moves the job to ``local-cluster[2,1,1024]`` — a standalone master and two workers
+The restart (``replemu stream``) moves the job to ``local-cluster[2,1,1024]`` — a standalone master and two workers
 inside the driver's JVM, two executor JVMs each with Python workers of its own, all on this
 machine — as someone who tried a job on one machine continues it on a cluster: the checkpoint
 holds the number of state partitions, and the results are those of one uninterrupted local run."""
@@ -65,13 +65,21 @@ def run_watched(cmd: list[str], stdout: Path, deadline_s: float = 1200) -> tuple
 def test_a_stream_on_hadoop_uris_continued_on_a_local_cluster_writes_the_bytes_of_one_local_run(spark, tmp_path):
     from expectations.suites import ExpectationsObserver
     from scenario_io.profiles import load_profiles
+    from streaming.checkpoint import claim_run, run_identity
     from streaming.workload_source import workload_options
 
     out, ck = tmp_path / "uri-out", tmp_path / "uri-ck"
-    first = subprocess.run(cli_stream(f"file://{out}", f"file://{ck}", 20, "--no-spark-ui"), cwd=ROOT, capture_output=True,
-                           text=True, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    # a restart on several executor JVMs: reads the identity back through Hadoop (the Spark UI on: the default)
+    # micro-batches 0 and 1 on this process's local[2] session, claimed and recorded as `replemu stream`
+    # does (the identity of its arguments; the lease a file through Hadoop): one JVM start fewer
+    first = workload_options(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=20)
+    identity = run_identity(protocol="hw", knobs={}, input_dir=None, workload=first, shuffle_partitions=2, state_store=None,
+                            compact_min_records=None, gap_timeout_ms=60000)
+    with claim_run(f"file://{ck}", f"file://{out}", identity, spark=spark):
+        assert (ck / LOCK_FILE).exists()  # a lease, written through Hadoop
+        run_stream(None, f"file://{out}", f"file://{ck}", "hw", spark=spark, quiet=True, workload=first,
+                   observer=ExpectationsObserver(), shuffle_partitions=2)
+    # the same job continued by the command on several executor JVMs: it reads the identity back
+    # through Hadoop (the Spark UI on: the default)
     second, stderr, watch = run_watched(cli_stream(f"file://{out}", f"file://{ck}", 30, "--master", "local-cluster[2,1,1024]"),
                                         tmp_path / "second.out")
     printed = (tmp_path / "second.out").read_text()
