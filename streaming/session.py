@@ -103,14 +103,18 @@ def java_problem(exc: BaseException) -> str:
     which Java was tried, what Spark needs."""
     home = os.environ.get("JAVA_HOME")
     if home:
-        tried = f"JAVA_HOME={home}" + ("" if os.access(os.path.join(home, "bin", "java"), os.X_OK) else " has no bin/java")
+        java_there = os.access(os.path.join(home, "bin", "java"), os.X_OK)
+        tried = f"JAVA_HOME={home}" + ("" if java_there else " has no bin/java")
     else:
         import shutil
 
         found = shutil.which("java")
+        java_there = found is not None
         tried = f"java on PATH: {found}" if found else "no JAVA_HOME and no java on PATH"
-    return (f"the driver's JVM did not start ({tried}; pyspark: {str(exc).strip().splitlines()[0][:200]}): "
-            f"Spark needs Java 17 or 21, set JAVA_HOME to it")
+    said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    advice = (f"check the JVM options ({JVM_OPTIONS_ENV}, spark.driver.* in conf/spark.conf) and the free memory"
+              if java_there else "Spark needs Java 17 or 21, set JAVA_HOME to it")
+    return f"the driver's JVM did not start ({tried}; pyspark: {said}): {advice}"
 
 
 def build_spark(master: str | None = None, conf_path: str | Path | None = None, app_name: str = "replemu", *,

@@ -219,3 +219,18 @@ def test_a_driver_jvm_that_cannot_start_is_one_line_naming_the_java_it_tried(tmp
     assert done.returncode == 3 and len(lines) == 1, done.stderr
     assert f"JAVA_HOME={tmp_path / 'no-java'} has no bin/java" in lines[0] and "Java 17" in lines[0], lines[0]
     assert "bug in replemu" not in lines[0] and "Traceback" not in done.stderr
+
+
+def test_a_jvm_that_exits_with_java_present_points_at_its_options(monkeypatch, tmp_path):
+    """Java is there but the JVM exited at start (a bad option, too little memory): the line says
+    which Java and where the options come from, not to install Java."""
+    from streaming.session import java_problem
+
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\nexit 1\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    line = java_problem(RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number."))
+    assert line.startswith(f"the driver's JVM did not start (JAVA_HOME={tmp_path / 'jdk'}; pyspark: [JAVA_GATEWAY_EXITED]")
+    assert "REPLEMU_JVM_OPTIONS" in line and "Java 17" not in line
