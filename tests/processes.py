@@ -81,7 +81,6 @@ def kill_job(sessions: set[int], sig: int = signal.SIGKILL, timeout_s: float = 6
         time.sleep(0.05)
 
 
-
 def listening_addresses(port: int) -> set[str]:
     """The local addresses with a socket listening on TCP ``port`` (from /proc/net/tcp and tcp6)."""
     found = set()
@@ -117,6 +116,7 @@ class ClusterWatch:
                 self.workers_of.setdefault(ppid, set()).add(pid)
         if self.ui is None and (m := re.search(r"Spark UI: http://[^:/]+:(\d+)", self.stdout.read_text())):
             self.ui = listening_addresses(int(m.group(1)))
+
 
 # -- the role of each process of a job (scripts/bench_scaleout.py samples RSS and CPU by role) --
 
