@@ -42,12 +42,13 @@ if [ -n "$why" ]; then
   # to leave to that build (REPLEMU_CORE_BUILT_BESIDE, setup.py): ~30 s less than one after the other.
   # pip byte-compiles each package as it installs it, one core; compileall then does all of them on
   # every core (~28 CPU s for ~9,000 files: half the wall time on two cores).
-  if ! { .venv/bin/python -m pip install --upgrade pip \
-         && .venv/bin/python -m pip install "setuptools==80.9.0" "mypy==2.4.1"; } >"$log" 2>&1; then
+  pip_failed() {
     tail -n 40 "$log"
     echo "setup: pip install failed; the full log is $log" >&2
     exit 1
-  fi
+  }
+  { .venv/bin/python -m pip install --upgrade pip \
+    && .venv/bin/python -m pip install "setuptools==80.9.0" "mypy==2.4.1"; } >"$log" 2>&1 || pip_failed
   .venv/bin/python setup.py build_ext --inplace >"$build_log" 2>&1 &
   core_build=$!
   if ! { REPLEMU_CORE_BUILT_BESIDE=1 .venv/bin/python -m pip install -v --no-compile --no-build-isolation -e ".[dev,notebook]" \
@@ -55,9 +56,7 @@ if [ -n "$why" ]; then
               || echo "setup: compileall could not compile some files (as pip, it skips them)"; }; } >>"$log" 2>&1; then
     kill "$core_build" 2>/dev/null || true
     wait "$core_build" 2>/dev/null || true
-    tail -n 40 "$log"
-    echo "setup: pip install failed; the full log is $log" >&2
-    exit 1
+    pip_failed
   fi
   wait "$core_build" || echo "replemu build: pure-Python core (setup.py build_ext failed: see $build_log)" >>"$build_log"
   said="$(grep -h "^ *replemu build:" "$build_log" | tail -n 1 | sed 's/^ *replemu build: //')"

@@ -19,6 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # (streaming/session.py JVM_OPTIONS_ENV). The job's results do not depend on it.
 os.environ.setdefault("REPLEMU_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1")
 BUNDLED = ROOT / "conf" / "scenarios"
+SPARK_HOME = Path(__import__("pyspark").__file__).parent  # pip's pyspark: bin/, sbin/, jars/ (and work/ of local-cluster)
+
+
+def env_without_java(java_home: str | Path = "/nonexistent-java-home") -> dict[str, str]:
+    """This process's environment with ``JAVA_HOME`` naming a directory without Java (pyspark's
+    launcher runs ``$JAVA_HOME/bin/java``): a command that would start a JVM fails on that."""
+    return {**os.environ, "JAVA_HOME": str(java_home)}
 
 # Hypothesis draws the same examples on every run ("ci", the default: a red CI run means the
 # commit, not the dice) unless REPLEMU_HYPOTHESIS=explore asks for fresh random ones (new examples

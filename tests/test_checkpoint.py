@@ -113,9 +113,11 @@ def test_misused_directories_are_refused(tmp_path):
 def run_cli_without_java(*args, timeout=120):
     """``replemu ARGS`` where no JVM can start (``JAVA_HOME`` names a directory without Java, which
     pyspark's launcher would run): an answer that needed Spark fails on that instead."""
-    env = {**os.environ, "JAVA_HOME": "/nonexistent-java-home"}
+    # imported here: a subprocess imports this file (tests.test_checkpoint) without tests/ on its path
+    from conftest import env_without_java
+
     return subprocess.run([sys.executable, "-m", "replemu", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=env_without_java())
 
 
 def test_replemu_stream_refuses_a_different_restart_and_a_live_checkpoint_before_spark_starts(tmp_path):

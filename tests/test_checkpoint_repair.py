@@ -213,7 +213,9 @@ def test_check_of_a_local_path_needs_no_spark(made, tmp_path):
             "from streaming.checkpoint_check import inspect_checkpoint, format_report\n"
             f"print(format_report(inspect_checkpoint({str(root / 'ck')!r})), end='')\n"
             "assert not [m for m in sys.modules if m.startswith('py4j')]\n")
-    env = {**os.environ, "JAVA_HOME": "/nonexistent", "SPARK_HOME": "/nonexistent",
+    from conftest import env_without_java
+
+    env = {**env_without_java(), "SPARK_HOME": "/nonexistent",
            "PATH": os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -27,12 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, output_rows, replemu
+from conftest import ROOT, SPARK_HOME, output_rows, replemu
 from processes import kill_job, listening_addresses
 
 WORKLOAD = ["--workload", "hard", "--partitions", "8", "--seed", "1", "--steps-per-batch", "10", "--max-steps", "30",
             "--protocol", "kip320"]
-SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
 
 def assert_same_outputs(out: Path, reference: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUNDLED, ROOT
+from conftest import BUNDLED, ROOT, env_without_java
 from replemu.compile import compile_scenarios
 from streaming.failures import explain
 from streaming.job import run_stream
@@ -201,8 +201,6 @@ def test_each_fault_of_scripts_faults_is_told_by_its_cause(name):
 def test_a_driver_jvm_that_cannot_start_is_one_line_naming_the_java_it_tried(tmp_path, command):
     """JAVA_HOME naming a directory without Java (a common slip): exit 3 and one line that says
     which Java was tried and what Spark needs, not "a bug in replemu"."""
-    import os
-
     out, ck = tmp_path / "out", tmp_path / "ck"
     if command == ["state"]:  # a checkpoint with something in it, so that `state` gets as far as Spark
         for log in ("offsets", "commits"):
@@ -212,8 +210,8 @@ def test_a_driver_jvm_that_cannot_start_is_one_line_naming_the_java_it_tried(tmp
         argv = [*command, str(ck)]
     else:
         argv = [*command, "--output", str(out), "--checkpoint", str(ck)]
-    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
-    done = subprocess.run([sys.executable, "-m", "replemu", *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "replemu", *argv], cwd=ROOT, env=env_without_java(tmp_path / "no-java"),
+                          capture_output=True, text=True,
                           timeout=300)
     lines = [line for line in done.stderr.splitlines() if not line.startswith("replemu: the compiled modules are stale")]
     assert done.returncode == 3 and len(lines) == 1, done.stderr

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SPARK_HOME
 from processes import ClusterWatch
 from streaming.checkpoint import LEASE_S, LOCK_FILE, CheckpointError, Claim, Lease
 from streaming.job import run_stream
@@ -28,7 +29,6 @@ from streaming.storage import LocalStore, is_uri, join
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS, STEPS_PER_BATCH, SEED = 6, 10, 3
-SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
 
 def parquet_files(root: Path) -> dict[str, bytes]:
