@@ -56,7 +56,7 @@ def run_until(tmp_path: Path, at_least: int, *extra: str) -> tuple[int, str, str
 
 
 def test_ctrl_c_stops_after_the_running_batch_and_the_same_command_continues(spark, tmp_path):
-    status, out, err = run_until(tmp_path, 2, "--shuffle-partitions", "3")
+    status, out, err = run_until(tmp_path, 1, "--shuffle-partitions", "3")
     assert status == 0, err[-2000:]
     assert "3 state partitions" in out
     assert "SIGINT: stopping after the running micro-batch" in err and "Traceback" not in err
@@ -64,7 +64,7 @@ def test_ctrl_c_stops_after_the_running_batch_and_the_same_command_continues(spa
     first = sorted(int(p.name.split("=")[1]) for p in (tmp_path / "out" / "summary").iterdir())
     assert first == list(range(len(first)))  # every micro-batch it started was finished and committed
 
-    status, out, err = run_until(tmp_path, batches(tmp_path / "out") + 2)  # no --shuffle-partitions: the checkpoint's
+    status, out, err = run_until(tmp_path, batches(tmp_path / "out") + 1)  # no --shuffle-partitions: the checkpoint's
     assert status == 0, err[-2000:]
     assert "3 state partitions" in out
     assert {json.loads(f.read_text().splitlines()[1])["conf"]["spark.sql.shuffle.partitions"]
