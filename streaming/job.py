@@ -140,9 +140,20 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         printed = set()
         sink_elsewhere = is_connect(spark)  # the sink ran on the Connect server: its counts are in its files
 
+        handled: list = [None]  # the last progress when every progress up to it was handled
+
         def drain() -> None:
+            """Print the progress of every micro-batch that completed since the last call (and
+            fill in its ``BatchStats``); a progress whose sink counts are not known yet waits for a
+            later call.  ``lastProgress`` first: the whole ``recentProgress`` (up to 100 progresses,
+            a py4j call each) is read only when something new is there."""
+            last = query.lastProgress
+            newest = (last["batchId"], last["timestamp"]) if last else None
+            if newest is None or newest == handled[0]:
+                return
             by_id = {s.batch_id: s for s in sink.stats}
-            for progress in query.recentProgress:
+            recent = query.recentProgress
+            for progress in recent:
                 if sink_elsewhere and progress["batchId"] not in by_id and progress["batchId"] not in printed:
                     landed = landed_stats(store, progress["batchId"])
                     if input_rows(progress) or any(landed.rows.values()):  # not a no-data batch
@@ -158,6 +169,8 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
                     idle = input_rows(progress) == 0 and (st is None or not any(st.rows.values()))
                     if not quiet and not idle:  # no-data batches that only check timeouts stay silent
                         print_progress(progress, by_id, out)
+            if all(p["batchId"] in printed for p in recent) and newest in {(p["batchId"], p["timestamp"]) for p in recent}:
+                handled[0] = newest
 
         stop_after = None  # the micro-batch to finish before stopping
         while query.isActive:

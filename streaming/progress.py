@@ -49,18 +49,25 @@ PROGRESS_FILE = "progress.jsonl"
 
 def progress_listener(store, query_name: str = "replemu"):
     """A ``StreamingQueryListener`` appending every micro-batch's ``StreamingQueryProgress`` JSON
-    to the output ``store`` as one line (``OUTPUT/progress.jsonl``): the job's history after it ended."""
+    to the output ``store`` as one line (``OUTPUT/progress.jsonl``): the job's history after it ended.
+
+    On a classic session the JVM hands it each progress as its JSON (``_ProgressJson``: two py4j
+    calls a micro-batch) instead of pyspark's conversion of the whole event into Python objects
+    (~30 calls and six Java exceptions converted, each resolved against every jar of the class
+    path); through Spark Connect pyspark's own events arrive as JSON already."""
     from pyspark.sql.streaming import StreamingQueryListener
 
     class ProgressLog(StreamingQueryListener):
+        def record(self, progress_json: str) -> None:
+            progress = json.loads(progress_json)
+            if progress.get("name") == query_name:
+                store.append_line(PROGRESS_FILE, json.dumps(progress, separators=(",", ":")))
+
         def onQueryStarted(self, event) -> None:
             pass
 
         def onQueryProgress(self, event) -> None:
-            progress = event.progress
-            if progress.name != query_name:
-                return
-            store.append_line(PROGRESS_FILE, json.dumps(json.loads(progress.json), separators=(",", ":")))
+            self.record(event.progress.json)
 
         def onQueryIdle(self, event) -> None:
             pass
@@ -68,4 +75,35 @@ def progress_listener(store, query_name: str = "replemu"):
         def onQueryTerminated(self, event) -> None:
             pass
 
+        @property
+        def _jlistener(self):  # what pyspark's classic StreamingQueryManager.addListener/removeListener register
+            if not hasattr(self, "_jlistenerobj"):
+                from pyspark import SparkContext
+
+                self._jlistenerobj = SparkContext._jvm.PythonStreamingQueryListenerWrapper(_ProgressJson(self))
+            return self._jlistenerobj
+
     return ProgressLog()
+
+
+class _ProgressJson:
+    """The JVM's side of ``progress_listener`` on a classic session (a py4j callback): each
+    progress event's JSON, read in the JVM, goes to ``log.record``; the other events are ignored."""
+
+    def __init__(self, log) -> None:
+        self.log = log
+
+    def onQueryStarted(self, jevent) -> None:
+        pass
+
+    def onQueryProgress(self, jevent) -> None:
+        self.log.record(jevent.progress().json())
+
+    def onQueryIdle(self, jevent) -> None:
+        pass
+
+    def onQueryTerminated(self, jevent) -> None:
+        pass
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
