@@ -140,16 +140,17 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         printed = set()
         sink_elsewhere = is_connect(spark)  # the sink ran on the Connect server: its counts are in its files
 
-        handled: list = [None]  # the last progress when every progress up to it was handled
+        handled = None  # (batch id, timestamp) of the last progress when every progress up to it was handled
 
         def drain() -> None:
             """Print the progress of every micro-batch that completed since the last call (and
             fill in its ``BatchStats``); a progress whose sink counts are not known yet waits for a
             later call.  ``lastProgress`` first: the whole ``recentProgress`` (up to 100 progresses,
             a py4j call each) is read only when something new is there."""
+            nonlocal handled
             last = query.lastProgress
             newest = (last["batchId"], last["timestamp"]) if last else None
-            if newest is None or newest == handled[0]:
+            if newest is None or newest == handled:
                 return
             by_id = {s.batch_id: s for s in sink.stats}
             recent = query.recentProgress
@@ -170,7 +171,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
                     if not quiet and not idle:  # no-data batches that only check timeouts stay silent
                         print_progress(progress, by_id, out)
             if all(p["batchId"] in printed for p in recent) and newest in {(p["batchId"], p["timestamp"]) for p in recent}:
-                handled[0] = newest
+                handled = newest
 
         stop_after = None  # the micro-batch to finish before stopping
         while query.isActive:
