@@ -140,7 +140,10 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         printed = set()
         sink_elsewhere = is_connect(spark)  # the sink ran on the Connect server: its counts are in its files
 
-        handled = None  # (batch id, timestamp) of the last progress when every progress up to it was handled
+        handled = None  # progress_key of the newest progress when every retained one was handled
+
+        def progress_key(progress) -> tuple:
+            return progress["batchId"], progress["timestamp"]
 
         def drain() -> None:
             """Print the progress of every micro-batch that completed since the last call (and
@@ -149,8 +152,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
             a py4j call each) is read only when something new is there."""
             nonlocal handled
             last = query.lastProgress
-            newest = (last["batchId"], last["timestamp"]) if last else None
-            if newest is None or newest == handled:
+            if last is None or progress_key(last) == handled:
                 return
             by_id = {s.batch_id: s for s in sink.stats}
             recent = query.recentProgress
@@ -170,8 +172,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
                     idle = input_rows(progress) == 0 and (st is None or not any(st.rows.values()))
                     if not quiet and not idle:  # no-data batches that only check timeouts stay silent
                         print_progress(progress, by_id, out)
-            if all(p["batchId"] in printed for p in recent) and newest in {(p["batchId"], p["timestamp"]) for p in recent}:
-                handled = newest
+            handled = progress_key(recent[-1]) if recent and all(p["batchId"] in printed for p in recent) else None
 
         stop_after = None  # the micro-batch to finish before stopping
         while query.isActive:

@@ -211,8 +211,7 @@ def test_a_driver_jvm_that_cannot_start_is_one_line_naming_the_java_it_tried(tmp
     else:
         argv = [*command, "--output", str(out), "--checkpoint", str(ck)]
     done = subprocess.run([sys.executable, "-m", "replemu", *argv], cwd=ROOT, env=env_without_java(tmp_path / "no-java"),
-                          capture_output=True, text=True,
-                          timeout=300)
+                          capture_output=True, text=True, timeout=300)
     lines = [line for line in done.stderr.splitlines() if not line.startswith("replemu: the compiled modules are stale")]
     assert done.returncode == 3 and len(lines) == 1, done.stderr
     assert f"JAVA_HOME={tmp_path / 'no-java'} has no bin/java" in lines[0] and "Java 17" in lines[0], lines[0]
