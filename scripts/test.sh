@@ -2,20 +2,26 @@
 # Set up, then run the whole test suite (CI runs exactly this through .ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The browser test loads the dashboard in Debian's headless Chromium and the metrics test scrapes
+# `replemu serve` with Debian's Prometheus server: install them when we can (root + apt), in the
+# background while setup builds the venv (apt is mostly unpacking: ~30 s on a fresh machine that
+# would otherwise come after setup). A package that cannot be installed skips its test.
+apt_install() {  # apt_install NAME [apt-get options]
+  local name=$1
+  shift
+  command -v "$name" >/dev/null 2>&1 && return 0
+  echo "test: installing Debian's $name (log: /tmp/replemu-apt-$name.log)"
+  { apt-get install -y -q "$@" "$name" || { apt-get update -q && apt-get install -y -q "$@" "$name"; }; } \
+    >"/tmp/replemu-apt-$name.log" 2>&1 \
+    || echo "test: $name could not be installed (see /tmp/replemu-apt-$name.log); its test will be skipped"
+}
+apt_job=""
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  { apt_install chromium; apt_install prometheus --no-install-recommends; } &
+  apt_job=$!
+fi
 bash scripts/setup.sh
-# The dashboard test loads the page in Debian's headless Chromium; install it when we can.
-if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  echo "test: installing Debian's chromium for the dashboard test"
-  { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >/tmp/replemu-apt.log 2>&1 \
-    || echo "test: chromium could not be installed (see /tmp/replemu-apt.log); its test will be skipped"
-fi
-# The metrics test starts Debian's Prometheus server and scrapes `replemu serve` with it.
-if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  echo "test: installing Debian's prometheus for the metrics test"
-  { apt-get install -y -q --no-install-recommends prometheus || { apt-get update -q && apt-get install -y -q --no-install-recommends prometheus; }; } \
-    >/tmp/replemu-apt-prometheus.log 2>&1 \
-    || echo "test: prometheus could not be installed (see /tmp/replemu-apt-prometheus.log); its test will be skipped"
-fi
+[ -z "$apt_job" ] || wait "$apt_job" || true
 # The linter first (its rules: pyproject.toml [tool.ruff.lint]); a finding fails the run.
 echo "test: ruff check"
 .venv/bin/ruff check --no-cache .
