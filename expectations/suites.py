@@ -29,7 +29,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from emulator.invariants import INVARIANTS, REGISTRY
 from expectations.spark_frames import INDEX_COLUMNS
@@ -582,11 +582,13 @@ class ExpectationsObserver:
 
     def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
         started = time.perf_counter()
+        self._record(self._validate_frames(frames, batch_id, output_dir), batch_id, output_dir, started)
+
+    def _validate_frames(self, frames, batch_id: int, output_dir: Path) -> list[dict]:
         try:
-            rows = self.validator(output_dir).validate(frames_from_outputs(frames, self.family), batch_id)
+            return self.validator(output_dir).validate(frames_from_outputs(frames, self.family), batch_id)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
-            rows = _error_rows(batch_id, exc)
-        self._record(rows, batch_id, output_dir, started)
+            return _error_rows(batch_id, exc)
 
     def on_spark_batch(self, kinds: Any, batch_id: int, output_dir: Path, counts: dict[str, int] | None = None) -> None:
         """The suites on one micro-batch: ``kinds`` maps an output kind to a Spark DataFrame;
@@ -594,17 +596,33 @@ class ExpectationsObserver:
         ``driver_rows_limit`` rows of the validated kinds has them fetched and validated here
         (``on_batch``: three plain fetches, ~0.4 s for a small batch against ~1.7 s for the frames
         computed by Spark), a larger one each frame as ``frame_engines`` says (``on_spark``)."""
+        self.begin_spark_batch(kinds, batch_id, output_dir, counts)()
+
+    def begin_spark_batch(self, kinds: Any, batch_id: int, output_dir: Path,
+                          counts: dict[str, int] | None = None) -> Callable[[], None]:
+        """``on_spark_batch`` in two parts, for a sink that validates a micro-batch while its
+        writes run (``streaming.sink.ParquetSink.land``): this part validates (the Spark jobs that
+        compute or fetch the frames, GX here) and returns the part that records the results
+        (``OUTPUT/validations``, the Data Docs every ``docs_every`` batches), which the sink calls
+        once the batch's other kinds landed. Never raises: a failure becomes the batch's error rows."""
         from expectations.spark_frames import VALIDATED_KINDS
 
+        started = time.perf_counter()
         if (isinstance(kinds, dict) and counts is not None
                 and sum(int(counts.get(k, 0)) for k in VALIDATED_KINDS) <= self.driver_rows_limit):
             from streaming.sink import sorted_kind_table
 
             self.engines.append("pandas")
-            self.on_batch({k: sorted_kind_table(k, df.toArrow()).to_pandas() for k, df in kinds.items() if k in VALIDATED_KINDS},
-                          batch_id, output_dir)
-            return
-        self.on_spark(kinds, batch_id, output_dir, counts)
+            try:
+                frames = {k: sorted_kind_table(k, df.toArrow()).to_pandas() for k, df in kinds.items() if k in VALIDATED_KINDS}
+            except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
+                rows = _error_rows(batch_id, exc)
+            else:
+                rows = self._validate_frames(frames, batch_id, output_dir)
+        else:
+            rows = self._validate_spark(kinds, batch_id, output_dir, counts)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        return lambda: self._record(rows, batch_id, output_dir, elapsed_ms=elapsed_ms)
 
     def frame_engines(self, counts: dict[str, int] | None) -> dict[str, str]:
         """Where each validation frame is validated: a frame of at most ``driver_rows_limit`` rows
@@ -627,22 +645,26 @@ class ExpectationsObserver:
         GX's pandas engine, or kept on the executors while GX's Spark datasource validates it
         (``materialized``) and released: the driver then receives O(expectations) values and at
         most ``OFFENDING_LIMIT`` offending rows per failed expectation."""
+        started = time.perf_counter()
+        self._record(self._validate_spark(kinds, batch_id, output_dir, counts), batch_id, output_dir, started)
+
+    def _validate_spark(self, kinds: Any, batch_id: int, output_dir: Path, counts: dict[str, int] | None) -> list[dict]:
         from expectations.spark_frames import kind_dataframes, local_frame, validation_frames_spark
 
-        started = time.perf_counter()
         engines = self.frame_engines(counts)
         releases: list = []
         rows: list[dict] = []
         try:
             if not isinstance(kinds, dict):
                 kinds = kind_dataframes(kinds)
-            ordered = validation_frames_spark(kinds, family=self.family)
+            # The ordered frames only for the Spark engine (building a frame is ~100 py4j calls).
             unordered = validation_frames_spark(kinds, ordered=False, family=self.family)
-            for name, df in ordered.items():  # timeline, then partitions
+            ordered = validation_frames_spark(kinds, family=self.family) if "spark" in engines.values() else {}
+            for name in unordered:  # timeline, then partitions
                 if engines[name] == "pandas":
                     frame = local_frame(name, unordered[name].toPandas(), self.family)
                 else:
-                    frame, release = materialized(df)
+                    frame, release = materialized(ordered[name])
                     releases.append(release)
                 rows += self.validator(output_dir, engines[name]).validate({name: frame}, batch_id)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
@@ -652,10 +674,11 @@ class ExpectationsObserver:
                 release()
         used = sorted(set(engines.values()))
         self.engines.append(used[0] if len(used) == 1 else "+".join(used))
-        self._record(rows, batch_id, output_dir, started)
+        return rows
 
-    def _record(self, rows: list[dict], batch_id: int, output_dir: Path, started: float) -> None:
-        self.validation_ms.append((time.perf_counter() - started) * 1000)
+    def _record(self, rows: list[dict], batch_id: int, output_dir: Path, started: float = 0.0,
+                elapsed_ms: float | None = None) -> None:
+        self.validation_ms.append((time.perf_counter() - started) * 1000 if elapsed_ms is None else elapsed_ms)
         write_validations(Path(output_dir), batch_id, rows)
         if self.docs_every and batch_id % self.docs_every == 0:
             self.finish(output_dir)

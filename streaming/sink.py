@@ -7,7 +7,8 @@ The driver plans and commits; the executors do the work that grows with the data
 payloads into rows, write each kind with Spark's Parquet writer into ``.batch_id=N.tmp``, and the
 driver renames that directory into place (``commit_written``).  What reaches the driver is one
 count per kind.  A ``BatchObserver`` (the expectation suites, given by the application) sees the
-same rows as Spark DataFrames after they landed."""
+same rows as Spark DataFrames: after they landed, or, with ``begin_spark_batch``, while they are
+written, its results recorded after they landed."""
 
 from __future__ import annotations
 
@@ -39,13 +40,18 @@ class BatchStats:
 
 
 class BatchObserver(Protocol):
-    """Sees each micro-batch's output rows once they landed (``kinds``: kind -> Spark DataFrame of
-    that kind's ``KIND_COLUMNS``, cached on the executors for the call; only the kinds with rows;
+    """Sees each micro-batch's output rows once they landed (or while they are written: below;
+    ``kinds``: kind -> Spark DataFrame of that kind's ``KIND_COLUMNS``, cached on the executors for
+    the call; only the kinds with rows;
     ``counts``: rows per kind); must never raise into the query, and may bring rows to the driver
     only up to a bound of its own (never a number that grows with the stream).  ``finish`` runs when
     the query ends."""
 
     def on_spark_batch(self, kinds: dict[str, Any], batch_id: int, output_dir: Path, counts: dict[str, int]) -> None: ...
+
+    # Optional: ``begin_spark_batch(kinds, batch_id, output_dir, counts) -> Callable[[], None]``
+    # does the work of ``on_spark_batch`` that reads the frames, while the sink writes them, and
+    # returns the part that records its results, which the sink calls after the kinds landed.
 
     def finish(self, output_dir: Path) -> None: ...
 
@@ -128,7 +134,10 @@ class ParquetSink:
         """Write each kind's rows of batch ``batch_id`` (Spark DataFrames, ``kind_frame``) into
         ``OUTPUT/<kind>/.batch_id=N.tmp`` with Spark's writer, then commit it as ``batch_id=N``
         (``commit_written``); remove what a replayed batch no longer has; run the observer on the
-        same frames."""
+        same frames: an observer with ``begin_spark_batch`` (the expectation suites) validates while
+        the kinds are written, as one more concurrent action (its Spark jobs fill the executors'
+        slots the small writes leave, its GX work runs in the driver meanwhile), and its results
+        are recorded once every kind landed."""
         from streaming.schemas import OUTPUT_KINDS
 
         counts = {kind: int(counts.get(kind, 0)) for kind in OUTPUT_KINDS}
@@ -136,9 +145,14 @@ class ParquetSink:
         try:
             written = [kind for kind in OUTPUT_KINDS if counts[kind]]
             staging = {kind: f"{kind}/.batch_id={batch_id}.tmp" for kind in written}
-            run_concurrently([lambda kind=kind: kinds[kind].write.mode("overwrite").option(SUCCESS_MARKER, "false")
-                              .parquet(self.store.uri(staging[kind])) for kind in written],
-                             kinds[written[0]].sparkSession if written else None)
+            actions = [lambda kind=kind: kinds[kind].write.mode("overwrite").option(SUCCESS_MARKER, "false")
+                       .parquet(self.store.uri(staging[kind])) for kind in written]
+            observed = {k: kinds[k] for k in OUTPUT_KINDS if counts[k]}
+            begin = getattr(self.observer, "begin_spark_batch", None)
+            record: list[Callable[[], None]] = []
+            if begin is not None:  # the observer's Spark jobs and GX beside the writes; its results land after them
+                actions.append(lambda: record.append(begin(observed, batch_id, self.observer_dir, counts)))
+            run_concurrently(actions, kinds[written[0]].sparkSession if written else None)
             for kind in OUTPUT_KINDS:
                 target = f"{kind}/batch_id={batch_id}"
                 if kind in staging:
@@ -146,7 +160,10 @@ class ParquetSink:
                 else:
                     self.store.remove(target)  # a replayed batch that now has nothing of this kind
             if self.observer is not None:
-                self.observer.on_spark_batch({k: kinds[k] for k in OUTPUT_KINDS if counts[k]}, batch_id, self.observer_dir, counts)
+                if begin is None:
+                    self.observer.on_spark_batch(observed, batch_id, self.observer_dir, counts)
+                for step in record:
+                    step()
                 if self._mirror is not None:
                     self._mirror.upload_changes()
         except OSError:
