@@ -90,3 +90,53 @@ def test_the_driver_is_handed_counts_not_rows(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(DataFrame, "collect", lambda self: sizes.append(len(rows := collect(self))) or rows)
     ParquetSink(tmp_path / "out")(frame, 0)
     assert pulled == [] and sizes and max(sizes) <= 7  # one (kind, count) row per kind at most
+
+
+class _Recorder:
+    """An observer that validates beside the writes (``begin_spark_batch``) and notes what it saw
+    and which kinds had landed when its results were recorded."""
+
+    def __init__(self) -> None:
+        self.begun: list[tuple[int, dict[str, int]]] = []
+        self.landed_when_recorded: list[list[str]] = []
+
+    def begin_spark_batch(self, kinds, batch_id, output_dir, counts):
+        self.begun.append((batch_id, {kind: df.count() for kind, df in kinds.items()}))
+        return lambda: self.landed_when_recorded.append(
+            sorted(p.parent.parent.name for p in output_dir.glob(f"*/batch_id={batch_id}/part-00000.parquet")))
+
+    def finish(self, output_dir) -> None:
+        pass
+
+
+def test_an_observer_validates_beside_the_writes_and_records_after_every_kind_landed(spark, tmp_path):
+    from streaming.sink import ParquetSink
+
+    out = tmp_path / "out"
+    observer = _Recorder()
+    sink = ParquetSink(out, observer=observer)
+    sink(payloads_frame(spark), 2)
+    want = {kind: t.num_rows for kind, t in expected_tables(spark).items() if t.num_rows}
+    assert observer.begun == [(2, want)]  # every kind with rows, all of its rows
+    assert observer.landed_when_recorded == [sorted(want)]
+
+
+def test_a_batch_whose_write_fails_records_no_validation(spark, tmp_path, monkeypatch):
+    """The observer's results are recorded only for a batch whose kinds all landed: a failed write
+    fails the batch (Spark runs it again) and its validation is never recorded."""
+    import pytest
+
+    from streaming import sink as sink_module
+
+    observer = _Recorder()
+    original = sink_module.commit_written
+
+    def failing(store, staging, target):
+        if target.startswith("log/"):
+            raise OSError(28, "No space left on device")
+        return original(store, staging, target)
+
+    monkeypatch.setattr(sink_module, "commit_written", failing)
+    with pytest.raises(OSError):
+        sink_module.ParquetSink(tmp_path / "out", observer=observer)(payloads_frame(spark), 0)
+    assert [b for b, _ in observer.begun] == [0] and observer.landed_when_recorded == []
