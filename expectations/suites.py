@@ -549,6 +549,10 @@ def write_validations(output_dir: Path, batch_id: int, rows: list[dict]) -> None
     write_batch_dir(output_dir / "validations" / f"batch_id={batch_id}", table)
 
 
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
 @dataclass
 class ExpectationsObserver:
     """The streaming job's ``BatchObserver``: validates every micro-batch's outputs, writes
@@ -582,7 +586,8 @@ class ExpectationsObserver:
 
     def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
         started = time.perf_counter()
-        self._record(self._validate_frames(frames, batch_id, output_dir), batch_id, output_dir, started)
+        rows = self._validate_frames(frames, batch_id, output_dir)
+        self._record(rows, batch_id, output_dir, _ms_since(started))
 
     def _validate_frames(self, frames, batch_id: int, output_dir: Path) -> list[dict]:
         try:
@@ -621,8 +626,8 @@ class ExpectationsObserver:
                 rows = self._validate_frames(frames, batch_id, output_dir)
         else:
             rows = self._validate_spark(kinds, batch_id, output_dir, counts)
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        return lambda: self._record(rows, batch_id, output_dir, elapsed_ms=elapsed_ms)
+        elapsed_ms = _ms_since(started)
+        return lambda: self._record(rows, batch_id, output_dir, elapsed_ms)
 
     def frame_engines(self, counts: dict[str, int] | None) -> dict[str, str]:
         """Where each validation frame is validated: a frame of at most ``driver_rows_limit`` rows
@@ -646,7 +651,8 @@ class ExpectationsObserver:
         (``materialized``) and released: the driver then receives O(expectations) values and at
         most ``OFFENDING_LIMIT`` offending rows per failed expectation."""
         started = time.perf_counter()
-        self._record(self._validate_spark(kinds, batch_id, output_dir, counts), batch_id, output_dir, started)
+        rows = self._validate_spark(kinds, batch_id, output_dir, counts)
+        self._record(rows, batch_id, output_dir, _ms_since(started))
 
     def _validate_spark(self, kinds: Any, batch_id: int, output_dir: Path, counts: dict[str, int] | None) -> list[dict]:
         from expectations.spark_frames import kind_dataframes, local_frame, validation_frames_spark
@@ -676,9 +682,8 @@ class ExpectationsObserver:
         self.engines.append(used[0] if len(used) == 1 else "+".join(used))
         return rows
 
-    def _record(self, rows: list[dict], batch_id: int, output_dir: Path, started: float = 0.0,
-                elapsed_ms: float | None = None) -> None:
-        self.validation_ms.append((time.perf_counter() - started) * 1000 if elapsed_ms is None else elapsed_ms)
+    def _record(self, rows: list[dict], batch_id: int, output_dir: Path, elapsed_ms: float) -> None:
+        self.validation_ms.append(elapsed_ms)
         write_validations(Path(output_dir), batch_id, rows)
         if self.docs_every and batch_id % self.docs_every == 0:
             self.finish(output_dir)

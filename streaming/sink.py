@@ -40,12 +40,12 @@ class BatchStats:
 
 
 class BatchObserver(Protocol):
-    """Sees each micro-batch's output rows once they landed (or while they are written: below;
-    ``kinds``: kind -> Spark DataFrame of that kind's ``KIND_COLUMNS``, cached on the executors for
-    the call; only the kinds with rows;
+    """Sees each micro-batch's output rows once they landed (``kinds``: kind -> Spark DataFrame of
+    that kind's ``KIND_COLUMNS``, cached on the executors for the call; only the kinds with rows;
     ``counts``: rows per kind); must never raise into the query, and may bring rows to the driver
     only up to a bound of its own (never a number that grows with the stream).  ``finish`` runs when
-    the query ends."""
+    the query ends.  An observer may instead see them while they are written (the optional
+    ``begin_spark_batch`` below)."""
 
     def on_spark_batch(self, kinds: dict[str, Any], batch_id: int, output_dir: Path, counts: dict[str, int]) -> None: ...
 
