@@ -586,12 +586,14 @@ class ExpectationsObserver:
 
     def on_batch(self, frames, batch_id: int, output_dir: Path) -> None:
         started = time.perf_counter()
-        rows = self._validate_frames(frames, batch_id, output_dir)
+        rows = self._validate_frames(lambda: frames, batch_id, output_dir)
         self._record(rows, batch_id, output_dir, _ms_since(started))
 
-    def _validate_frames(self, frames, batch_id: int, output_dir: Path) -> list[dict]:
+    def _validate_frames(self, frames: Callable[[], dict[str, Any]], batch_id: int, output_dir: Path) -> list[dict]:
+        """The suites on the output frames ``frames()`` gives (kind -> pandas); a failure, of the
+        fetch or of the validation, becomes the batch's error rows."""
         try:
-            return self.validator(output_dir).validate(frames_from_outputs(frames, self.family), batch_id)
+            return self.validator(output_dir).validate(frames_from_outputs(frames(), self.family), batch_id)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
             return _error_rows(batch_id, exc)
 
@@ -618,12 +620,9 @@ class ExpectationsObserver:
             from streaming.sink import sorted_kind_table
 
             self.engines.append("pandas")
-            try:
-                frames = {k: sorted_kind_table(k, df.toArrow()).to_pandas() for k, df in kinds.items() if k in VALIDATED_KINDS}
-            except Exception as exc:  # noqa: BLE001 - recorded, never raised into the query
-                rows = _error_rows(batch_id, exc)
-            else:
-                rows = self._validate_frames(frames, batch_id, output_dir)
+            rows = self._validate_frames(
+                lambda: {k: sorted_kind_table(k, df.toArrow()).to_pandas() for k, df in kinds.items() if k in VALIDATED_KINDS},
+                batch_id, output_dir)
         else:
             rows = self._validate_spark(kinds, batch_id, output_dir, counts)
         elapsed_ms = _ms_since(started)
