@@ -1,9 +1,13 @@
 """Seeded workload and fault generator: one contract scenario per partition.
 
-One root seed; every partition ``k`` draws from three independent streams derived from it,
-``replemu/<seed>/<k>/workload`` (replica count, config, produces), ``…/faults`` (crashes, power
-losses, lost responses, ISR shrinks) and ``…/scheduling`` (who fetches, which replicas hear a
-LeaderAndIsr late and when), so adding draws to one concern never shifts another.  Rates and
+One root seed; every partition ``k`` draws from independent streams derived from it,
+``replemu/<seed>/<k>/header`` (replica count, config, length), ``…/workload`` (produces,
+elections, flushes), ``…/faults`` (crashes, power losses, lost responses, ISR shrinks) and
+``…/scheduling`` (who fetches, which replicas hear a LeaderAndIsr late and when), so adding draws
+to one concern never shifts another.  A draw is a pure function of (stream, step, draw): draw
+``i`` of the burst that starts at step ``n`` is SplitMix64's output at position ``n·2^20 + i`` of
+the stream whose key is the stream name's BLAKE2b (``Draws``; generator ``GENERATOR_VERSION``).
+Nothing of the randomness is state: a generator is resumed from its counters and shadow alone.  Rates and
 budgets come from a ``Profile`` (the user-editable table is ``conf/workloads.yaml``, read by
 ``scenario_io.profiles``; ``profile_from_mapping`` is its one validator).
 
@@ -22,13 +26,11 @@ partition's state, so the steps are generated where the partition is stepped.
 
 from __future__ import annotations
 
+import hashlib
 import json
-import random
-import sys
 import zlib
-from array import array
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, NoReturn
+from typing import Any, Iterator, NoReturn, Sequence
 
 from .bounds import short_repr
 from .partition import Partition
@@ -109,8 +111,60 @@ def profile_to_mapping(profile: Profile) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
-def streams(seed: int, partition: int) -> dict[str, random.Random]:
-    return {s: random.Random(f"replemu/{seed}/{partition}/{s}") for s in ("workload", "faults", "scheduling")}
+# The generator of the partition workloads (campaigns and workload streams): its name is part of a
+# stream's run identity and ``run.json``, and of the bytes a stream keeps (``GENERATOR_LAYOUT``).
+# 1: three Mersenne Twister streams (``random.Random``), their 7.5 KB of state stored per partition;
+# 2: counter-based draws (``Draws``), nothing stored.  Every seed's workload changed with 2.
+GENERATOR_VERSION = 2
+STREAM_NAMES = ("header", "workload", "faults", "scheduling")
+_M64 = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15  # SplitMix64's increment
+_BURST_SHIFT = 20  # draws of one burst: position (step << 20) + i; a burst draws far fewer than 2^20
+
+
+def stream_key(seed: int, partition: int, name: str) -> int:
+    """The 64-bit key of one of a partition's streams: ``replemu/<seed>/<partition>/<name>``'s BLAKE2b."""
+    digest = hashlib.blake2b(f"replemu/{seed}/{partition}/{name}".encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def splitmix64(key: int, position: int) -> int:
+    """SplitMix64's output number ``position`` (0-based) of the sequence seeded with ``key``."""
+    z = (key + (position + 1) * _GOLDEN) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+class Draws:
+    """The draws of one stream in one burst: a pure function of (stream key, the step the burst
+    starts at, how many were drawn before), so nothing of it is state.  ``random``, ``randint``
+    and ``choice`` as ``random.Random``'s (not the same numbers)."""
+
+    def __init__(self, key: int, step: int) -> None:
+        self.key = key
+        self.position = step << _BURST_SHIFT
+
+    def next64(self) -> int:
+        x = splitmix64(self.key, self.position)
+        self.position += 1
+        return x
+
+    def random(self) -> float:
+        """A float in [0, 1) with 53 random bits."""
+        return (self.next64() >> 11) * (1.0 / 9007199254740992.0)
+
+    def randint(self, lo: int, hi: int) -> int:
+        """An int in ``lo..hi`` (both included)."""
+        return lo + self.next64() % (hi - lo + 1)
+
+    def choice(self, seq: Sequence[Any]) -> Any:
+        return seq[self.next64() % len(seq)]
+
+
+def streams(seed: int, partition: int) -> dict[str, int]:
+    """The keys of partition ``partition``'s streams (``STREAM_NAMES``)."""
+    return {name: stream_key(seed, partition, name) for name in STREAM_NAMES}
 
 
 def workload_topic(seed: int, profile_name: str) -> str:
@@ -121,10 +175,10 @@ def workload_topic(seed: int, profile_name: str) -> str:
 def partition_header(seed: int, partition: int, profile: Profile) -> dict[str, Any]:
     """Name, key, replicas and config of generated partition ``partition`` (the workload stream's
     first draws)."""
-    return _draw_header(streams(seed, partition)["workload"], seed, partition, profile)
+    return _draw_header(Draws(stream_key(seed, partition, "header"), 0), seed, partition, profile)
 
 
-def _draw_header(w: random.Random, seed: int, partition: int, profile: Profile) -> dict[str, Any]:
+def _draw_header(w: Draws, seed: int, partition: int, profile: Profile) -> dict[str, Any]:
     n = w.randint(*profile.replicas)
     config: dict[str, Any] = {
         "min_insync_replicas": w.choice([m for m in profile.min_insync_replicas if m <= n] or [1]),
@@ -213,21 +267,20 @@ class WorkloadGenerator:
     """
 
     def __init__(self, seed: int, partition: int, profile: Profile | None,
-                 resume: "tuple[array[int], dict[str, Any]] | None" = None) -> None:
-        """A new generator from the seed (``profile`` given), or one resumed from the parts of
-        ``to_bytes`` (``profile`` None, ``resume`` = the words and the document ``from_bytes``
-        read): one constructor, since a compiled class cannot be made without its ``__init__``."""
+                 resume: dict[str, Any] | None = None) -> None:
+        """A new generator from the seed (``profile`` given), or one resumed from the document
+        ``to_document`` wrote (``profile`` None, ``resume`` the document): one constructor,
+        since a compiled class cannot be made without its ``__init__``."""
         if profile is None:
             if resume is None:
                 raise ValueError("a WorkloadGenerator needs a profile or the state to resume")
-            self._restore(resume[0], resume[1])
+            self._restore(resume)
             return
-        rng = streams(seed, partition)
         self.seed, self.partition = seed, partition
         self.profile: Profile | None = profile  # None once resumed from bytes (its rates are kept)
         self.rates: dict[str, float] = profile.rates
-        self.w, self.f, self.s = rng["workload"], rng["faults"], rng["scheduling"]
-        header = _draw_header(self.w, seed, partition, profile)  # the workload stream continues after it
+        self._keys(seed, partition)
+        header = partition_header(seed, partition, profile)
         self.header: dict[str, Any] | None = header
         self.replicas: list[int] = header["replicas"]
         config = header["config"]
@@ -241,6 +294,10 @@ class WorkloadGenerator:
         self.produced = 0  # values produced
         self.started = False  # the first burst (the first election) was generated
         self.pending: list[dict] = []  # generated steps not handed out yet (``steps``)
+
+    def _keys(self, seed: int, partition: int) -> None:
+        keys = streams(seed, partition)
+        self.w_key, self.f_key, self.s_key = keys["workload"], keys["faults"], keys["scheduling"]
 
     @property
     def next_seq(self) -> int:
@@ -275,7 +332,8 @@ class WorkloadGenerator:
             emit({"elect": {}}, burst)
             return burst
         shadow, replicas, late, r = self.shadow, self.replicas, self.late, self.rates
-        w, f, s = self.w, self.f, self.s
+        step = self.emitted  # the burst's draws: a function of the step it starts at
+        w, f, s = Draws(self.w_key, step), Draws(self.f_key, step), Draws(self.s_key, step)
         for rid, due in sorted(late.items()):
             if due <= self.emitted and shadow.replicas[rid].alive:
                 emit({"leader_and_isr": {"replica": rid}}, burst)
@@ -334,52 +392,46 @@ class WorkloadGenerator:
             self.next_compaction = self.emitted + SHADOW_COMPACT_EVERY
         return burst
 
-    # -- the generator as bytes ------------------------------------------------------------------
+    # -- the generator as data ----------------------------------------------------------------
+
+    def to_document(self) -> dict[str, Any]:
+        """Everything the generator holds, as JSON-compatible data; ``from_document`` resumes it
+        exactly.  No randomness is in it (``Draws``): seed and partition give the streams."""
+        return {
+            "version": GENERATOR_VERSION, "seed": self.seed, "partition": self.partition,
+            "rates": [self.rates[k] for k in RATE_KEYS], "replicas": self.replicas, "config": self.config,
+            "next_compaction": self.next_compaction, "late": sorted([rid, due] for rid, due in self.late.items()),
+            "emitted": self.emitted, "produced": self.produced, "started": self.started, "pending": self.pending,
+            "shadow": _shadow_document(self.shadow, self.replicas, self.config),
+        }
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> "WorkloadGenerator":
+        """The generator ``to_document`` described; ``ValueError`` for another generator version."""
+        if not isinstance(doc, dict) or doc.get("version") != GENERATOR_VERSION:
+            version = doc.get("version") if isinstance(doc, dict) else None
+            raise ValueError(f"a workload generator of version {version!r}; this build resumes version {GENERATOR_VERSION}")
+        return WorkloadGenerator(doc["seed"], doc["partition"], None, doc)
 
     def to_bytes(self) -> bytes:
         """The generator as bytes (``GENERATOR_LAYOUT``); ``from_bytes`` resumes it exactly."""
-        words = array("I")
-        gauss = []
-        for rng in (self.w, self.f, self.s):
-            version, internal, gauss_next = rng.getstate()
-            words.extend(internal)
-            gauss.append(gauss_next)
-        if sys.byteorder != "little":
-            words.byteswap()
-        doc = {
-            "seed": self.seed, "partition": self.partition, "rates": [self.rates[k] for k in RATE_KEYS],
-            "replicas": self.replicas, "config": self.config,
-            "next_compaction": self.next_compaction, "late": sorted([rid, due] for rid, due in self.late.items()),
-            "emitted": self.emitted, "produced": self.produced, "started": self.started, "pending": self.pending,
-            "gauss": gauss, "shadow": _shadow_document(self.shadow, self.replicas, self.config),
-        }
-        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        return _MAGIC + words.tobytes() + zlib.compress(text, 1)
+        text = json.dumps(self.to_document(), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        return _MAGIC + zlib.compress(text, 1)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "WorkloadGenerator":
         """The generator ``to_bytes`` wrote; ``ValueError`` for bytes of another layout."""
         data = bytes(data)
-        if data[:len(_MAGIC)] != _MAGIC or len(data) < _FIXED:
-            raise ValueError(f"not a workload generator of layout {_MAGIC!r} ({len(data)} bytes starting {data[:4]!r})")
-        words = array("I")
-        words.frombytes(data[len(_MAGIC):_FIXED])
-        if sys.byteorder != "little":
-            words.byteswap()
-        doc = json.loads(zlib.decompress(data[_FIXED:]).decode("utf-8"))
-        return WorkloadGenerator(doc["seed"], doc["partition"], None, (words, doc))
+        if data[:len(_MAGIC)] != _MAGIC:
+            raise ValueError(f"not a workload generator of layout {GENERATOR_LAYOUT!r} ({len(data)} bytes starting {data[:4]!r})")
+        return cls.from_document(json.loads(zlib.decompress(data[len(_MAGIC):]).decode("utf-8")))
 
-    def _restore(self, words: "array[int]", doc: dict[str, Any]) -> None:
+    def _restore(self, doc: dict[str, Any]) -> None:
         g = self
         g.seed, g.partition = doc["seed"], doc["partition"]
         g.profile, g.rates = None, dict(zip(RATE_KEYS, doc["rates"]))
         g.header = None  # drawn at the start; a resumed generator is past it (``partition_header``)
-        rngs = []
-        for i in range(3):
-            rng = random.Random(0)
-            rng.setstate((3, tuple(words[i * _MT_WORDS:(i + 1) * _MT_WORDS]), doc["gauss"][i]))
-            rngs.append(rng)
-        g.w, g.f, g.s = rngs
+        g._keys(g.seed, g.partition)
         g.replicas, g.config = doc["replicas"], doc["config"]
         g.hw_checkpoint, g.log_flush = g.config["hw_checkpoint"], g.config["log_flush"]
         g.shadow = _shadow_from_document(doc["shadow"], g.replicas, g.config)
@@ -388,17 +440,13 @@ class WorkloadGenerator:
         g.emitted, g.produced, g.started, g.pending = doc["emitted"], doc["produced"], doc["started"], doc["pending"]
 
 
-# ``WorkloadGenerator.to_bytes``: this magic, then the Mersenne Twister state of the workload,
-# faults and scheduling streams (``random.Random.getstate``: 624 words and the position, 625
-# little-endian uint32 each, 2,500 bytes a stream), then zlib-compressed UTF-8 JSON of the rest:
-# seed, partition, rates (the profile's, ``RATE_KEYS`` order), replicas and config (the header's),
-# next_compaction, late ([replica, due] pairs), emitted, produced, started, pending (steps
-# generated and not handed out), gauss (each stream's gauss_next) and shadow (the shadow
-# partition: ``emulator.state.state_document`` without the checker's ``oracle`` and ``violated``).
-GENERATOR_LAYOUT = "RWG1"
+# ``WorkloadGenerator.to_bytes``: this magic, then zlib-compressed UTF-8 JSON of ``to_document``:
+# version (``GENERATOR_VERSION``), seed, partition, rates (the profile's, ``RATE_KEYS`` order),
+# replicas and config (the header's), next_compaction, late ([replica, due] pairs), emitted,
+# produced, started, pending (steps generated and not handed out) and shadow (the shadow partition:
+# ``emulator.state.state_document`` without the checker's ``oracle`` and ``violated``).
+GENERATOR_LAYOUT = f"RWG{GENERATOR_VERSION}"
 _MAGIC = GENERATOR_LAYOUT.encode("ascii")
-_MT_WORDS = 625
-_FIXED = len(_MAGIC) + 3 * _MT_WORDS * 4
 # Per (replicas, config): a blank shadow replay (what a document is read into: assignment, config,
 # variant) and its checker's document (the shadow is never judged). Bounded.
 _TEMPLATES: dict[str, tuple[Any, dict]] = {}

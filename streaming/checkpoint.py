@@ -75,7 +75,7 @@ def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str 
         spec = workload.get("profile_spec")
         shown_workload = {
             "profile": workload.get("profile"), "seed": workload.get("seed"), "partitions": workload.get("partitions"),
-            "steps_per_batch": workload.get("steps_per_batch"),
+            "steps_per_batch": workload.get("steps_per_batch"), "generator": workload.get("generator"),
             "profile_digest": "sha256:" + hashlib.sha256(str(spec).encode("utf-8")).hexdigest()[:16] if spec else None,
         }
     return {

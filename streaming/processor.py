@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+import orjson
+
 from emulator.bounds import short_repr
 from emulator.effects import Appended, Truncated
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
@@ -22,7 +24,7 @@ from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
 
 from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, TICK_TYPE, arrow_schema
-from .state_codec import _dumps, empty_state, pack_replay, unpack_replay
+from .state_codec import _dumps, empty_state, pack_generator, pack_replay, unpack_generator, unpack_replay
 
 
 def _raw(event: dict) -> str:
@@ -99,13 +101,13 @@ class OutputRows:
     def payload(self) -> bytes:
         """The group's rows as one UTF-8 JSON object: ``{"topic", "partition", "scenario",
         "kinds": {kind: {"rows": n, "columns": {column: [value, ...]}}}}``, each kind's columns
-        its ``KIND_COLUMNS`` without the group constants. One C-encoded string per group is far
+        its ``KIND_COLUMNS`` without the group constants (orjson). One C-encoded string per group is far
         cheaper to build than an Arrow table per kind; the sink turns a whole micro-batch into
         Arrow at once (``tables_from_payloads``)."""
         kinds = {}
         for kind, n, b in self._kinds():
             kinds[kind] = {"rows": n, "columns": {c: b.get(c, [None] * n) for c in _PAYLOAD_COLUMNS[kind]}}
-        return json.dumps({**self.constants(), "kinds": kinds}, separators=(",", ":")).encode("utf-8")
+        return orjson.dumps({**self.constants(), "kinds": kinds})
 
 
 # Payloads decoded into Python lists before they become Arrow columns: a micro-batch's rows as
@@ -131,7 +133,7 @@ def tables_from_payloads(payloads: Iterable[bytes]) -> tuple[dict[str, Any], int
         cols.clear()
 
     for i, raw in enumerate(payloads, start=1):
-        doc = json.loads(bytes(raw).decode("utf-8"))
+        doc = orjson.loads(raw)
         const = {c: doc[c] for c in GROUP_CONSTANTS}
         if any(kind != "quarantine" for kind in doc["kinds"]):
             touched.add((doc["topic"], doc["partition"]))
@@ -194,7 +196,7 @@ class _Batch:
         append = self.rows.timeline_rows.append
         for position, rid in enumerate(self._sorted_ids(replicas)):
             r = replicas[rid]
-            append((seq, position, description, rid, r.role.value, r.alive, r.halted, r.leader_epoch, r.leo, r.hw,
+            append((seq, position, description, rid, r.role._value_, r.alive, r.halted, r.leader_epoch, r.leo, r.hw,
                     self._remote_leo(r.leadership.remote_leo) if r.presumes_leadership else None, self._cache(r),
                     leader, epoch, isr))
 
@@ -235,10 +237,10 @@ class _Batch:
         self.rows.counts["log"] += 1
 
     def _json(self, value: tuple) -> str:
-        """A small list as JSON, encoded once per batch."""
+        """A small list of ints as JSON (``json.dumps``'s text), encoded once per batch."""
         known = self._lists.get(value)
         if known is None:
-            known = self._lists[value] = json.dumps(list(value))
+            known = self._lists[value] = _int_list_json(value)
         return known
 
     def _remote_leo(self, remote_leo: dict[int, int]) -> str:
@@ -246,7 +248,11 @@ class _Batch:
         key = tuple(sorted(remote_leo.items()))
         known = self._objects.get(key)
         if known is None:
-            known = self._objects[key] = json.dumps({str(f): v for f, v in key})
+            if all(type(v) is int for _, v in key):
+                known = "{" + ", ".join([f'"{f}": {v}' for f, v in key]) + "}"
+            else:
+                known = json.dumps({str(f): v for f, v in key})
+            self._objects[key] = known
         return known
 
     def _cache(self, r) -> str:
@@ -255,11 +261,18 @@ class _Batch:
         key = (len(entries), entries[0] if entries else None, entries[-1] if entries else None)
         known = self._cache_json.get(r.id)
         if known is None or known[0] != key:
-            known = self._cache_json[r.id] = (key, json.dumps(r.cache.as_pairs()))
+            known = self._cache_json[r.id] = (key, "[" + ", ".join([f"[{e}, {o}]" for e, o in r.cache.as_pairs()]) + "]")
         return known[1]
 
     def quarantine(self, event: dict, reason: str) -> None:
         self.emit("quarantine", event.get("seq"), reason=reason, raw=event.get("raw") or _raw(event))
+
+
+def _int_list_json(values) -> str:
+    """``json.dumps(list(values))`` for ints, without the encoder's per-call cost."""
+    if all(type(v) is int for v in values):
+        return "[" + ", ".join(map(str, values)) + "]"
+    return json.dumps(list(values))
 
 
 HEADER_KEYS = ("scenario", "replicas", "config")
@@ -297,7 +310,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
     """
     st = dict(state) if state is not None else empty_state(protocol)
     batch = _Batch(topic, partition, st["scenario"])
-    waiting: dict[int, dict] = {int(s): {"seq": int(s), "type": t, "args": a} for s, t, a in json.loads(bytes(st["waiting"]).decode("utf-8"))}
+    waiting: dict[int, dict] = {int(s): {"seq": int(s), "type": t, "args": a} for s, t, a in orjson.loads(st["waiting"])}
 
     if timed_out:
         missing = st["next_seq"]
@@ -334,7 +347,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
 
         apply_quorum_events(topic, partition, st, waiting, batch, protocol, knobs)
         return _finish(batch, st, waiting)
-    replay: Replay | None = unpack_replay(st) if st["header"] == "ok" else None
+    replay: Replay | None = _live_replay(topic, partition, st) if st["header"] == "ok" else None
     applied = 0
     while st["next_seq"] in waiting:
         e = waiting.pop(st["next_seq"])
@@ -382,6 +395,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
     if replay is not None:
         p, g = replay.partition, replay.checker
         st.update(pack_replay(replay))
+        _keep_live(_LIVE_REPLAYS, (topic, partition), st["core"], replay)
         st["controller_leader"] = p.controller.leader
         st["controller_epoch"] = p.controller.leader_epoch
         st["violated"] = ",".join(sorted(g.violated))
@@ -402,8 +416,8 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
     """The workload source's ticks (``TICK_TYPE`` rows: ``{"first", "last"}``, the partition's
     first tick also ``"start": {"seed", "profile", "spec"}``) replaced by the rows they stand for:
     the header (seq 0) at the start, then generated steps ``first..last``, exactly the rows the
-    source used to generate (the same ``type`` and ``args`` text), so they go through the same
-    sequence rules and give the same output rows.  The generator lives in ``st["generator"]``
+    source used to generate (the same ``type``, and ``args`` as compact JSON), so they go through
+    the same sequence rules and give the same output rows.  The generator lives in ``st["generator"]``
     (``emulator.workload.WorkloadGenerator``): the steps of a burst past ``last`` wait there for
     the next tick, and a restart resumes from the checkpoint.  A tick that cannot be followed
     goes to quarantine with its reason; other rows pass through."""
@@ -418,8 +432,10 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
         data = bytes(st["generator"])
         live = _LIVE_GENERATORS.pop((topic, partition), None)
         # the generator this worker left in these very bytes (the same object, not yet read back)
-        generator = live[1] if live is not None and live[0] == data else WorkloadGenerator.from_bytes(data)
-    dumps = json.dumps
+        generator = live[1] if live is not None and live[0] == data else unpack_generator(data)
+    def dumps(args: dict) -> str:
+        return orjson.dumps(args).decode("utf-8")
+
     for e in sorted(ticks, key=lambda e: -1 if e["seq"] is None else e["seq"]):
         try:
             args = json.loads(e["args"])
@@ -446,19 +462,31 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
             (kind, step_args), = step.items()
             out.append({"topic": topic, "partition": partition, "seq": seq, "type": kind, "args": dumps(step_args), "raw": None})
     if generator is not None:
-        st["generator"] = data = generator.to_bytes()
-        if len(_LIVE_GENERATORS) >= _LIVE_GENERATORS_MAX:
-            _LIVE_GENERATORS.clear()
-        _LIVE_GENERATORS[(topic, partition)] = (data, generator)
+        st["generator"] = data = pack_generator(generator)
+        _keep_live(_LIVE_GENERATORS, (topic, partition), data, generator)
     return out
 
 
-# Per Python worker: (topic, partition) -> (the bytes it saved, the generator they hold), so a
-# worker that serves the partition again reads no bytes back when the state holds exactly those
-# (a replayed batch or a partition served elsewhere in between has other bytes: read from them).
-# Bounded.
+# Per Python worker: (topic, partition) -> (the bytes it saved, the object they hold: the
+# partition's generator, its replay), so a worker that serves the partition again reads no bytes
+# back when the state holds exactly those (a replayed batch or a partition served elsewhere in
+# between has other bytes: read from them). An entry is taken out while its object is stepped,
+# and put back only with the bytes saved after. Bounded.
 _LIVE_GENERATORS: dict[tuple, tuple[bytes, Any]] = {}
-_LIVE_GENERATORS_MAX = 2048
+_LIVE_REPLAYS: dict[tuple, tuple[bytes, Any]] = {}
+_LIVE_MAX = 2048
+
+
+def _keep_live(live: dict[tuple, tuple[bytes, Any]], key: tuple, data: bytes, obj: Any) -> None:
+    if len(live) >= _LIVE_MAX:
+        live.clear()
+    live[key] = (data, obj)
+
+
+def _live_replay(topic, partition, st: dict[str, Any]) -> Replay:
+    """The partition's replay: the one this worker saved into exactly these bytes, else read back."""
+    live = _LIVE_REPLAYS.pop((topic, partition), None)
+    return live[1] if live is not None and live[0] == st["core"] else unpack_replay(st)
 
 
 # Parsed steps by (type, args text, assignment): every step of a kind and arguments parses to the

@@ -42,7 +42,7 @@ from emulator.steps import StepError
 from emulator.variants import KnobError
 
 from .schemas import HEADER_TYPE, QUORUM_HEADER_TYPE
-from .state_codec import _dumps, document_from_fields
+from .state_codec import document_from_fields, pack_document
 
 HEADER_KEYS = ("scenario", "voters", "observers", "knobs")
 
@@ -149,7 +149,7 @@ def apply_quorum_events(topic, partition, st: dict[str, Any], waiting: dict[int,
         st["steps_applied"] += 1
         applied += 1
     if q is not None and checker is not None and st["header"] == "ok":
-        st["core"] = _dumps(quorum_to_document(q, checker))
+        st["core"] = pack_document(quorum_to_document(q, checker))
         st["controller_leader"], st["controller_epoch"] = newest_leader(q)
         st["violated"] = ",".join(sorted(seen))
         if applied:

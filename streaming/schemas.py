@@ -96,7 +96,7 @@ def decoded_arrow_schema():
 
     return pa.schema(list(event_arrow_schema()) + [(CORRUPT_COLUMN, pa.string()), (REASON_COLUMN, pa.string())])
 
-STATE_SCHEMA_VERSION = 3  # 2: one JSON document in ``core`` (logs inline); 3: ``generator``
+STATE_SCHEMA_VERSION = 4  # 2: one JSON document in ``core`` (logs inline); 3: ``generator``; 4: generator 2 (counter-based draws)
 STATE_SCHEMA = StructType([
     StructField("state_version", IntegerType()),
     StructField("protocol", StringType()),

@@ -30,7 +30,7 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, SupportsTriggerAvailableNow
 
-from emulator.workload import Profile, profile_to_mapping, workload_topic
+from emulator.workload import GENERATOR_VERSION, Profile, profile_to_mapping, workload_topic
 
 from .schemas import EVENT_DDL, TICK_TYPE
 
@@ -41,9 +41,12 @@ PARTITIONS_PER_TASK = 500
 
 def workload_options(profile: Profile, seed: int, partitions: int, steps_per_batch: int = 20,
                      max_steps: int | None = None) -> dict:
-    """The source's options (``replemu stream --workload``), the profile itself included as JSON."""
+    """The source's options (``replemu stream --workload``), the profile itself included as JSON,
+    and the version of the generator that draws the steps (``GENERATOR_VERSION``: the run's
+    identity and ``run.json`` name it)."""
     return {"seed": seed, "profile": profile.name, "partitions": partitions, "steps_per_batch": steps_per_batch,
-            "max_steps": max_steps, "profile_spec": json.dumps(profile_to_mapping(profile), sort_keys=True)}
+            "max_steps": max_steps, "profile_spec": json.dumps(profile_to_mapping(profile), sort_keys=True),
+            "generator": GENERATOR_VERSION}
 
 
 def batch_range(b: int, steps_per_batch: int, max_steps: int | None) -> tuple[int, int]:

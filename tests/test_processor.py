@@ -27,7 +27,7 @@ from streaming.processor import COMPACT_MIN_RECORDS, process_batch
 from streaming.results import read_results
 from streaming.schemas import STATE_SCHEMA
 from streaming.sink import ParquetSink
-from streaming.state_codec import from_tuple, to_tuple
+from streaming.state_codec import document_from_fields, from_tuple, to_tuple
 
 FILES = sorted(BUNDLED.glob("*.yaml"))
 SEED1 = BUNDLED / "seed-1-two-round-hw.yaml"
@@ -222,7 +222,7 @@ def test_deep_scenarios_split_anywhere_and_compacted_read_back_as_replemu_run(tm
     for step in scenario.steps:
         replay.apply(step)
         replay.compact(compact_min_records)
-    assert json.loads(feed.state["core"])["compacted_offset"] == replay.partition.compacted_offset
+    assert document_from_fields(feed.state["core"])["compacted_offset"] == replay.partition.compacted_offset
 
 
 def steady_scenario(records: int):
@@ -248,8 +248,8 @@ def test_a_long_partition_is_compacted_and_still_reads_back_whole(tmp_path):
             feed(events[k * len(events) // 8:(k + 1) * len(events) // 8])
             sizes[name].append(sum(len(v) for v in feed.state_tuple if isinstance(v, bytes)))
     feed = feeds["compacted"]
-    assert json.loads(feed.state["core"])["compacted_offset"] >= 2400 - 2 * COMPACT_MIN_RECORDS
-    assert json.loads(feeds["whole"].state["core"])["compacted_offset"] == 0
+    assert document_from_fields(feed.state["core"])["compacted_offset"] >= 2400 - 2 * COMPACT_MIN_RECORDS
+    assert document_from_fields(feeds["whole"].state["core"])["compacted_offset"] == 0
     assert max(sizes["compacted"]) < sizes["whole"][-1] / 4, sizes  # a window, not the whole log
     assert results_of(feed.calls, tmp_path / "c", "kip320") == results_of(feeds["whole"].calls, tmp_path / "w", "kip320") \
         == [run_scenario(scenario, "kip320")]
@@ -274,7 +274,7 @@ def test_a_compacting_partition_gives_the_same_rows_however_the_stream_is_cut():
             feed(events[k * len(events) // parts:(k + 1) * len(events) // parts])
         streams.append({kind: [r for rows in feed.calls for r in of_kind(rows, kind)]
                         for kind in ("timeline", "log", "violations", "losses", "errors", "quarantine")})
-    assert json.loads(feed.state["core"])["compacted_offset"] > 2000
+    assert document_from_fields(feed.state["core"])["compacted_offset"] > 2000
     assert sum(r["op"] == "epoch" for r in streams[0]["log"]) > 30
     assert streams[0] == streams[1] == streams[2]
 
@@ -292,7 +292,7 @@ def test_an_ack_still_waiting_across_the_compacted_prefix_is_sent_later(tmp_path
     events = events_of(scenario)
     feed = Feed("kip320")
     feed(events[:5])
-    assert json.loads(feed.state["core"])["compacted_offset"] == 0  # held below the parked produce
+    assert document_from_fields(feed.state["core"])["compacted_offset"] == 0  # held below the parked produce
     feed(events[5:])
     assert results_of(feed.calls, tmp_path, "kip320") == [run_scenario(scenario, "kip320")]
     assert any(e["event"] == "Ack" for e in run_scenario(scenario, "kip320", trace=True)["trace"][-1]["outcome"]["events"])
