@@ -20,6 +20,7 @@ from emulator.quorum_variants import quorum_variant_named
 from scenario_io.yaml_files import load_any_scenario
 from streaming.events import quorum_scenario_rows, write_event_files
 from streaming.processor import process_batch
+from streaming.state_codec import from_tuple, to_tuple
 
 STORY = BUNDLED / "quorum" / "thesis-membership-change.yaml"
 RULE_OFF = {"reconfig_requires_leader_epoch_commit": False}
@@ -32,15 +33,14 @@ def story():
 
 def stream_rows(rows: list[dict], batches: int, knobs=None, protocol: str = "kraft853") -> list[dict]:
     """The rows cut into ``batches`` micro-batches through ``process_batch`` with its state carried
-    over (the state's JSON round trip included, as Spark stores it): every output row but the
-    per-batch summaries, in (kind, seq, idx) order."""
+    over (through the flat state row, binary fields copied, as Spark stores it): every output row
+    but the per-batch summaries, in (kind, seq, idx) order."""
     state, out = None, []
     size = -(-len(rows) // batches)
     for b in range(batches):
         produced, state, _ = process_batch(TOPIC, 0, [dict(r) for r in rows[b * size:(b + 1) * size]], state, protocol, knobs=knobs)
         out += [r for r in produced if r["kind"] != "summary"]
-        state = json.loads(json.dumps({k: (bytes(v).decode() if isinstance(v, bytes) else v) for k, v in state.items()}))
-        state = {k: (v.encode() if k in ("core", "waiting") and v is not None else v) for k, v in state.items()}
+        state = from_tuple(tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in to_tuple(state)))
     return sorted(out, key=lambda r: (r["kind"], r["seq"] if r["seq"] is not None else -1, r["idx"]))
 
 
