@@ -56,6 +56,7 @@ from baseline import extract, project_head  # noqa: E402
 from bench_scaleout import TICK, Sampler, attribute, become_subreaper, landed  # noqa: E402
 
 DEFAULT_OPERATOR = "applyInPandasWithState"
+IO_FLOOR = "applyInPandasWithState-io"  # the floor with the job's state and output sizes (--io-floor)
 
 
 @dataclass
@@ -185,6 +186,35 @@ def floor_main(args) -> int:
 
         out = events.groupBy("topic", "partition").applyInPandasWithState(noop, "n long", "n long", "append",
                                                                           GroupStateTimeout.NoTimeout)
+    elif args.floor_of == IO_FLOOR:
+        # The job's shape without its work: the same state schema holding fixed bytes of the job's
+        # sizes, one payload row of a group's size out per group (what the API costs to carry them).
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        from streaming.pipeline import output_frame
+        from streaming.schemas import GROUP_OUTPUT_SCHEMA, STATE_SCHEMA
+        from streaming.state_codec import empty_state, to_tuple
+
+        state_row = to_tuple({**empty_state(args.protocol), "core": b"c" * 3500, "generator": b"g" * 700})
+        payload = b"p" * 12_000
+
+        class Rows:
+            def payload(self) -> bytes:
+                return payload
+
+        def io(key, pdfs, state):
+            for pdf in pdfs:
+                pdf["packed"].tolist()
+            _ = state.get if state.exists else None
+            state.update(state_row)
+            yield output_frame(key[0], key[1], Rows())
+
+        from pyspark.sql.functions import struct, to_json
+
+        packed = events.select("topic", "partition", to_json(struct("seq", "type", "args")).alias("packed"))
+        out = packed.groupBy("topic", "partition").applyInPandasWithState(io, GROUP_OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+                                                                          GroupStateTimeout.NoTimeout)
+        out = out.select(out.payload)
     elif args.floor_of == "transformWithState":
         from pyspark.sql.streaming import StatefulProcessor
         from pyspark.sql.types import LongType, StructField, StructType
@@ -314,6 +344,7 @@ def main() -> int:
     ap.add_argument("--protocol", default="kip320")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--operators", default=DEFAULT_OPERATOR, help="comma-separated: the stream and its floor on each")
+    ap.add_argument("--io-floor", action="store_true", help="also the no-op that carries the job's state and payload sizes")
     ap.add_argument("--baseline", metavar="REF", help="also run commit REF (git archive), alternated")
     ap.add_argument("--compiled", action="store_true", help="with --baseline: compile REF's core with mypyc as the project's")
     ap.add_argument("--runs", type=int, default=1, help="alternated runs of each side")
@@ -348,6 +379,8 @@ def main() -> int:
         print(f"  the core alone: {core:,.0f} steps per CPU second", flush=True)
         results: dict[str, list[Run]] = {}
         for i in range(args.runs):
+            if args.io_floor:
+                results.setdefault(f"floor: no-op {IO_FLOOR}", []).append(floor_run(f"floor-io-{i}", work, args, IO_FLOOR, args.batches))
             for op in operators:
                 results.setdefault(f"floor: no-op {op}", []).append(floor_run(f"floor-{op}-{i}", work, args, op, args.batches))
                 results.setdefault(f"replemu stream ({op})", []).append(

@@ -24,7 +24,14 @@ from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
 from emulator.steps import describe_step
 
 from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, TICK_TYPE, arrow_schema
-from .state_codec import _dumps, empty_state, pack_generator, pack_replay, unpack_generator, unpack_replay
+from .state_codec import (
+    _dumps,
+    empty_state,
+    pack_generator,
+    pack_replay,
+    unpack_generator,
+    unpack_replay,
+)
 
 
 def _raw(event: dict) -> str:

@@ -26,15 +26,14 @@ Nothing is pickled.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import lz4.block
 import orjson
 
 from emulator.run import Replay
-from emulator.workload import GENERATOR_LAYOUT, WorkloadGenerator
 from emulator.state import from_document, to_document
+from emulator.workload import GENERATOR_LAYOUT, WorkloadGenerator
 
 from .schemas import STATE_SCHEMA, STATE_SCHEMA_VERSION
 

@@ -13,11 +13,11 @@ from emulator.workload import (
     GENERATOR_LAYOUT,
     Draws,
     WorkloadGenerator,
-    splitmix64,
-    stream_key,
     generate_partition,
     partition_header,
+    splitmix64,
     step_bursts,
+    stream_key,
 )
 from scenario_io.profiles import load_profiles
 
