@@ -238,6 +238,8 @@ def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise DashboardError(f"{path}: not a replemu result JSON file ({exc})") from None
+    if isinstance(data, list):  # a variant's "not expressible" answer has no state to draw: the others' are shown
+        data = [r for r in data if not (isinstance(r, dict) and "not_expressible" in r)] or data
     quorum = _quorum_results(data, str(path))
     if quorum is None:
         try:
