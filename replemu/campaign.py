@@ -355,6 +355,10 @@ def _cmd_campaign_quorum(args: argparse.Namespace, protocols: list[str]) -> int:
 def cmd_campaign(args: argparse.Namespace) -> int:
     from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 
+    from .cli import DEFAULT_PROFILE
+
+    if args.profile is None:
+        args.profile = QUORUM_PROFILE if args.protocol in QUORUM_VARIANT_NAMES else DEFAULT_PROFILE
     if args.protocol in QUORUM_VARIANT_NAMES:
         problem = output_problem(args.out, "--out")
         if problem:

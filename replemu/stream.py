@@ -116,13 +116,17 @@ def cmd_stream(args: argparse.Namespace) -> int:
                     "own --output and --checkpoint), or use --trigger available-now")
     workload = None
     if args.workload:
-        if args.input or args.partitions is None or args.seed is None:
-            return fail("replemu: error: --workload needs --partitions and --seed, and no --input")
+        from .cli import DEFAULT_SEED
+
+        if args.input or args.partitions is None:
+            return fail("replemu: error: --workload needs --partitions, and no --input")
         profiles = load_profiles()
         if args.workload not in profiles:
             return fail(f"replemu: error: unknown profile {args.workload[:80]!r} (known: {', '.join(profiles)})")
-        if trigger.drains and args.max_steps is None:
-            return fail("replemu: error: a workload stream with --trigger available-now/once needs --max-steps")
+        if args.seed is None:
+            args.seed = DEFAULT_SEED
+        if trigger.drains and args.max_steps is None:  # the profile's longest partition, as a campaign draws it
+            args.max_steps = profiles[args.workload].steps[1]
         workload = workload_options(profiles[args.workload], args.seed, args.partitions, args.steps_per_batch, args.max_steps)
     else:
         for flag in ("partitions", "seed", "max_steps"):
