@@ -19,6 +19,7 @@ from pathlib import Path
 from emulator import VARIANT_NAMES, dumps
 from emulator.bounds import short_list
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from streaming.progress import counted
 from streaming.storage import is_uri, join
 
 from .cli_common import EXIT_FAILED, EXIT_OK, fail
@@ -233,6 +234,21 @@ def _import_aside(*modules: str) -> None:
     threading.Thread(target=load, name="replemu-import-aside", daemon=True).start()
 
 
+def _written_kinds(output: str, spark) -> str:
+    """``{timeline,log,summary,...}``: the output kinds the run wrote (a kind with no row, such as an
+    empty quarantine, has no folder); every kind when the output cannot be listed from here (a
+    path on a Spark Connect server)."""
+    from streaming.schemas import OUTPUT_KINDS
+    from streaming.storage import open_store
+
+    try:
+        present = set(open_store(output, spark).list())
+    except Exception:  # noqa: BLE001  (a listing is only for this line)
+        present = set()
+    kinds = [k for k in OUTPUT_KINDS if k in present] or list(OUTPUT_KINDS)
+    return "{" + ",".join(kinds) + "}" if len(kinds) > 1 else kinds[0]
+
+
 def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None) -> int:
     """Run the query (one per variant for --protocol all); ``claim`` (checkpoint or output on a
     Hadoop filesystem) locks them once Spark runs."""
@@ -302,7 +318,7 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
                     lines.append(f"replemu: the log {log.path} could not be written; every trace is in "
                                  f"{spare.path if not spare.lost else 'no file either (REPLEMU_DEBUG=1 prints them)'}")
                 return fail("\n".join(lines), status=EXIT_FAILED)
-            print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,log,summary,violations,losses,errors,quarantine}}; "
+            print(f"{counted(len(stats), 'micro-batch', 'micro-batches')}; outputs under {output}/{_written_kinds(output, spark)}; "
                   f"read them with: replemu results {output}", flush=True)
             if stop.is_set():
                 print(f"stopped: every committed micro-batch is in the checkpoint {args.checkpoint}; "

@@ -180,25 +180,32 @@ def quarantine_rows(output_dir: str | Path) -> list[dict[str, Any]]:
     return [{k: (None if v != v else v) for k, v in r.items()} for r in q.to_dict("records")]
 
 
+def _leader_text(leader, epoch) -> str:
+    """``leader 2 e3``, or ``no leader e3`` (not ``leader None``)."""
+    return f"{'no leader' if leader is None else f'leader {leader}'}{'' if epoch is None else f' e{epoch}'}"
+
+
 def summary_text(output_dir: str | Path) -> str:
+    from .progress import counted
+
     results = read_results(output_dir)
-    lines = [f"{len(results)} partitions in {output_dir}"]
+    lines = [f"{counted(len(results), 'partition')} in {output_dir}"]
     width = max([len(r["scenario"]) for r in results] + [8])
     for r in results:
         names = ", ".join(v["invariant"] for v in r["violations"]) or "no invariant violated"
         if r.get("family") == "quorum":
             leader = r["final"]["leader"]
             epoch = r["final"]["servers"][str(leader)]["epoch"] if leader is not None else None
-            errors = len(r["errors"])
-            lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  leader {leader} e{epoch}  "
-                         f"{names}{f'; {errors} error answers' if errors else ''}")
+            errors = counted(len(r["errors"]), "error answer")
+            lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  {_leader_text(leader, epoch)}  "
+                         f"{names}{f'; {errors}' if r['errors'] else ''}")
             continue
         c = r["final"]["controller"]
         lost = len(r["losses"])
-        lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  leader {c['leader']} e{c['epoch']}  "
+        lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  {_leader_text(c['leader'], c['epoch'])}  "
                      f"{names}{f'; {lost} lost' if lost else ''}")
     q = quarantine_rows(output_dir)
-    lines.append(f"{len(q)} quarantined rows" + (":" if q else ""))
+    lines.append(f"{counted(len(q), 'quarantined row')}" + (":" if q else ""))
     for row in q[:20]:
         lines.append(f"  batch {row['batch_id']} {row['topic']}/{row['partition']} seq {row['seq']}: {row['reason']}")
     return "\n".join(lines)

@@ -121,3 +121,29 @@ def test_a_refused_dashboard_leaves_no_output_folder(tmp_path, capsys):
         assert main(["dashboard", *[str(tmp_path / i) for i in inputs], "--output", str(tmp_path / "dash")]) == 2
         assert not (tmp_path / "dash").exists()
     assert "replemu: error:" in capsys.readouterr().err
+
+
+def test_counts_agree_with_their_nouns_and_no_leader_is_said_in_words():
+    import io
+    from types import SimpleNamespace
+
+    from streaming.progress import print_progress
+    from streaming.results import _leader_text
+
+    out = io.StringIO()
+    stats = {0: SimpleNamespace(partitions=1, violations=1, quarantined=0)}
+    print_progress({"batchId": 0, "numInputRows": 1, "durationMs": {"triggerExecution": 1500}}, stats, out)
+    assert ", 1 partition, 1 violation, 0 quarantined, 1.50 s" in out.getvalue()
+    stats = {0: SimpleNamespace(partitions=2, violations=0, quarantined=0)}
+    print_progress({"batchId": 0, "numInputRows": 2, "durationMs": {}}, stats, out)
+    assert ", 2 partitions, 0 violations," in out.getvalue()
+    assert _leader_text(None, 3) == "no leader e3" and _leader_text(2, 3) == "leader 2 e3" and _leader_text(None, None) == "no leader"
+
+
+def test_the_stream_names_only_the_output_folders_it_wrote(tmp_path):
+    from replemu.stream import _written_kinds
+
+    for kind in ("timeline", "log", "summary", "violations"):
+        (tmp_path / kind).mkdir()
+    (tmp_path / "run.json").write_text("{}")
+    assert _written_kinds(str(tmp_path), None) == "{timeline,log,summary,violations}"  # no empty errors/ or quarantine/
