@@ -430,7 +430,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"rerun with REPLEMU_DEBUG=1 for the traceback", status=EXIT_FAILED)
 
 
+class _Py4jInterrupt:
+    """A filter of the root logger: py4j logs a Ctrl-C that interrupts one of its calls as an error
+    with its traceback (``logging.exception("KeyboardInterrupt while sending command.")``), before
+    the command says ``replemu: interrupted``; ``REPLEMU_DEBUG=1`` keeps it."""
+
+    WORDS = ("KeyboardInterrupt while sending command",)
+
+    def filter(self, record) -> bool:
+        return not str(record.msg).startswith(self.WORDS)
+
+
 def entry() -> None:
+    if not os.environ.get("REPLEMU_DEBUG"):
+        import logging
+
+        logging.getLogger().addFilter(_Py4jInterrupt())
     try:
         sys.exit(main())
     except BrokenPipeError:  # e.g. `replemu run ... | head`

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from pathlib import Path
 
 from emulator import VARIANT_NAMES, dumps
@@ -193,17 +194,23 @@ def _shuffle_partitions(args: argparse.Namespace, spark=None) -> int:
     return cores
 
 
+class _Stop(threading.Event):
+    """Set by the first Ctrl-C; ``at_once`` by the second."""
+
+    at_once = False
+
+
 def _graceful_stop():
     """SIGINT (Ctrl-C) or SIGTERM: finish the running micro-batch, then stop; a second one stops now.
 
     Returns the event the job watches and a function restoring the previous handlers."""
     import signal
-    import threading
 
-    stop = threading.Event()
+    stop = _Stop()
 
     def on_signal(signum, frame) -> None:
         if stop.is_set():
+            stop.at_once = True  # what py4j makes of the interrupt (a Py4JError) is this, not a failure
             raise KeyboardInterrupt
         stop.set()
         print(f"replemu stream: {signal.Signals(signum).name}: stopping after the running micro-batch "
@@ -300,6 +307,8 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
                                    shuffle_partitions=args.shuffle_partitions,
                                    **({"retention": args.retention} if args.retention else {}))
             except Exception as exc:  # the query failed: one line for the cause, every trace in the log
+                if stop.at_once:  # a second Ctrl-C, interrupting a py4j call
+                    raise KeyboardInterrupt from None
                 if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j", "grpc") and not isinstance(exc, OSError):
                     raise
                 from streaming.failures import explain, failure_text

@@ -147,3 +147,83 @@ def test_the_stream_names_only_the_output_folders_it_wrote(tmp_path):
         (tmp_path / kind).mkdir()
     (tmp_path / "run.json").write_text("{}")
     assert _written_kinds(str(tmp_path), None) == "{timeline,log,summary,violations}"  # no empty errors/ or quarantine/
+
+
+def test_ctrl_c_while_spark_starts_stops_the_session_once_up_and_is_said_at_once(capsys):
+    """Interrupted inside pyspark's start, the JVM would run on without this process: the
+    interrupt waits until the session is up, which is then stopped."""
+    import os
+    import signal
+
+    from streaming.session import _interrupts_held
+
+    stopped = []
+
+    class Session:
+        def stop(self) -> None:
+            stopped.append(True)
+
+    def start():
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the start
+        os.kill(os.getpid(), signal.SIGINT)  # and again
+        return Session()
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        _interrupts_held(start)
+    assert stopped == [True] and signal.getsignal(signal.SIGINT) is before
+    assert capsys.readouterr().err.count("replemu: interrupted; stopping as soon as Spark has started") == 1
+    assert isinstance(_interrupts_held(Session), Session) and stopped == [True]  # no Ctrl-C: the session
+
+
+def test_a_second_ctrl_c_is_an_interrupt_not_a_failed_query(capsys):
+    import os
+    import signal
+
+    from replemu.stream import _graceful_stop
+
+    stop, restore = _graceful_stop()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.is_set() and not stop.at_once
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+        assert stop.at_once  # the query's py4j error after it is raised as KeyboardInterrupt
+    finally:
+        restore()
+    assert "send it again to stop at once" in capsys.readouterr().err
+
+
+def test_py4j_logging_a_ctrl_c_prints_nothing_before_replemu_interrupted(monkeypatch):
+    import logging
+
+    from replemu import cli
+
+    monkeypatch.delenv("REPLEMU_DEBUG", raising=False)
+    monkeypatch.setattr("sys.argv", ["replemu", "steps"])
+    root = logging.getLogger()
+    before = list(root.filters)
+    try:
+        with pytest.raises(SystemExit):
+            cli.entry()
+        record = root.makeRecord("root", logging.ERROR, "java_gateway.py", 1070, "KeyboardInterrupt while sending command.",
+                                 (), None)
+        assert not root.filter(record)  # py4j's logging.exception(...) goes nowhere
+        assert root.filter(root.makeRecord("root", logging.ERROR, "x.py", 1, "something else", (), None))
+    finally:
+        root.filters[:] = before
+
+
+def test_the_apis_spark_session_shows_no_start_up_noise(capfd):
+    from streaming import jvm_output
+
+    route = jvm_output._Route()  # no log: a terminal's, as replemu.spark_session() has
+    for line in ("WARNING: Using incubator modules: jdk.incubator.vector\n",
+                 "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties\n",
+                 'Setting default log level to "WARN".\n',
+                 "To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).\n",
+                 "26/11/28 22:06:55 WARN NativeCodeLoader: Unable to load native-hadoop library for your platform... "
+                 "using builtin-java classes where applicable\n",
+                 "26/11/28 22:06:56 ERROR Executor: a real error\n"):
+        route.write(line)
+    assert capfd.readouterr().err == "26/11/28 22:06:56 ERROR Executor: a real error\n"
