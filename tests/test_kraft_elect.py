@@ -199,3 +199,18 @@ def test_a_file_no_variant_asked_for_can_replay_is_still_refused(tmp_path, capsy
     assert main(["run", str(path), "--protocol", "kip966", "--json"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "step 3 (elect(2, e1, isr=[2])): not a step the kip966 controller can take" in captured.err
+
+
+def test_a_campaign_counts_a_partition_no_kraft_controller_can_replay_as_not_expressible(tmp_path):
+    """A campaign over scenarios with a forced election (the generated workloads draw none): under
+    kip903 such a partition counts as not expressible, never as a verdict; the others as before."""
+    from emulator import parse_scenario, run_scenario
+    from replemu.campaign import tally
+
+    docs = [ZK_ERA, {**ZK_ERA, "name": "kraft-ok", "steps": ZK_ERA["steps"][:2]}]
+    scenarios = [parse_scenario(d) for d in docs]
+    report = tally(((k, run_scenario(s, "kip903", refusal_as_result=True)) for k, s in enumerate(scenarios)), "kip903",
+                   docs.__getitem__, tmp_path, 1, "mixed")
+    assert report["partitions"] == 2 and report["not_expressible"] == 1 and report["steps"] == 2
+    zk = tally(((k, run_scenario(s, "kip320")) for k, s in enumerate(scenarios)), "kip320", docs.__getitem__, tmp_path, 1, "mixed")
+    assert "not_expressible" not in zk and zk["steps"] == 6
