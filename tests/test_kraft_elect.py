@@ -168,6 +168,13 @@ def test_a_zookeeper_era_file_under_every_variant_is_not_expressible_under_kraft
         else:
             assert "not_expressible" not in r and r["final"]["controller"]["leader"] == 2
     assert len(check_result_document(results, "zk.json")) == len(VARIANT_NAMES)  # export and dashboard read it
+    (tmp_path / "zk.json").write_text(json.dumps(results))
+    assert main(["export", str(tmp_path / "zk.json"), "--to", str(tmp_path / "logs")]) == 0
+    assert "skipped zk-era under kip903: not expressible under kip903: step 3" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [f"zk-era-{p}" for p in VARIANT_NAMES if p not in KRAFT]
+    assert main(["dashboard", str(tmp_path / "zk.json"), "--output", str(tmp_path / "dash")]) == 0
+    assert (tmp_path / "dash" / "dashboard.html").is_file()
+    capsys.readouterr()
 
     assert main(["run", str(path), "--summary"]) == 0
     out = capsys.readouterr().out
