@@ -104,11 +104,13 @@ def own_path(path: str) -> str | None:
     """``path`` of one of this project's source files as the repository names it
     (``streaming/processor.py``), whatever the folders above the clone are called; None for a file
     that is not ours (pyspark's ``sql/streaming/`` modules included)."""
-    if _SPARK_CODE.search(path) or not _OWN_CODE.search(path):
+    if not _OWN_CODE.search(path):
         return None
     root = _ROOT + "/"
-    if path.startswith(root):
+    if path.startswith(root):  # this clone's, whatever the folders above it are called
         return path[len(root):]
+    if _SPARK_CODE.search(path):
+        return None
     tail = _OWN_TAIL.match(path)  # a copy elsewhere (an executor's): its last package folder
     return tail.group(1) if tail else None
 
