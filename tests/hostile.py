@@ -1736,8 +1736,9 @@ def message_problem(stderr: str, file_name: str | None = None, mentions: tuple[s
 
 
 # A valid file with a step a KRaft controller never takes (an election asking for an epoch, an
-# ISR or a leader ElectLeaders would not elect) is refused under --protocol all: one clean line
-# naming the file, the step and the variant (emulator.run raises StepRefused with these words).
+# ISR or a leader ElectLeaders would not elect) replays under --protocol all with those variants'
+# results "not expressible" (exit 0, one result per variant); a run where no variant can take it is
+# refused: one clean line naming the file, the step and the variant (these words).
 STEP_REFUSED = "controller can take"
 
 
