@@ -134,7 +134,7 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
         if any(e["error"] == REFUSED for e in report.errors):
             reason = next((e.get("reason") for e in report.events if e["event"] == "StepRefused"), "")
             if refusal_as_result:
-                return not_expressible_result(scenario.name, variant.name, report.step, describe_step(step), reason)
+                return not_expressible_result(scenario.name, variant.name, report.step, describe_step(step), str(reason or ""))
             raise StepRefused(f"{scenario.source}: step {report.step} ({describe_step(step)}): "
                               f"not a step the {variant.name} controller can take: {reason}")
         if trace:
