@@ -130,8 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--checkpoint", required=True, metavar="DIR", help="Spark's checkpoint: the same DIR continues "
                         "the run after a stop (docs/checkpoints.md)")
     stream.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES,
-                        help="variant (default: all, as replemu run); 'all' runs one query per partition variant into OUTPUT/<variant> and "
-                             f"CHECKPOINT/<variant>; a metadata-quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}) "
+                        help="variant (default: all, as replemu run); 'all' runs one query per variant of the input's family "
+                             f"(the partition variants; the metadata-quorum presets for compiled quorum scenarios) into "
+                             f"OUTPUT/<variant> and CHECKPOINT/<variant>; a metadata-quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}) "
                              "streams compiled quorum scenarios (docs/quorum.md)")
     stream.add_argument("--trigger", default="available-now", help=TRIGGER_HELP)
     stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N",

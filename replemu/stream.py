@@ -50,7 +50,7 @@ def _family_problem(args: argparse.Namespace) -> str | None:
     partition knobs only (docs/quorum.md "Streaming"); for a quorum protocol ``args.knobs``
     becomes the quorum knobs (what the job and the checkpoint's identity see)."""
     quorum_knobs = getattr(args, "quorum_knobs", None) or {}
-    if args.protocol in QUORUM_VARIANT_NAMES:
+    if args.protocol in QUORUM_VARIANT_NAMES or getattr(args, "quorum_all", False):
         if args.knobs:
             return (f"--knob {next(iter(args.knobs))} is a partition knob; --protocol {args.protocol} is a "
                     f"metadata-quorum protocol (its knobs: docs/quorum.md)")
@@ -66,9 +66,10 @@ def _family_problem(args: argparse.Namespace) -> str | None:
 
 def _input_family_problem(path: str, protocol: str) -> str | None:
     """Why ``--input``'s events cannot run under ``protocol``: quorum events under a partition
-    protocol or the reverse (told by the first header row, ``streaming.files.input_family``)."""
-    if is_uri(path):
-        return None  # read by Spark only; a header of the other family is quarantined there
+    protocol or the reverse (told by the first header row, ``streaming.files.input_family``);
+    ``all`` is every variant of the input's family, as for ``replemu run``."""
+    if is_uri(path) or protocol == "all":
+        return None  # a URI is read by Spark only: a header of the other family is quarantined there
     from streaming.files import input_family
 
     family, where = input_family(path)
@@ -80,6 +81,19 @@ def _input_family_problem(path: str, protocol: str) -> str | None:
                 f"quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}), not --protocol {protocol}")
     return (f"--input {path}: {where} holds partition events (a 'partition' header row); --protocol {protocol} is a "
             f"metadata-quorum protocol: stream them with a partition protocol ({', '.join(VARIANT_NAMES)}, all)")
+
+
+def _input_family(path: str) -> str | None:
+    from streaming.files import input_family
+
+    return input_family(path)[0]
+
+
+def all_protocols(args: argparse.Namespace) -> list[str]:
+    """The variants a stream runs: ``--protocol``'s, or for ``all`` every one of the input's family."""
+    if args.protocol != "all":
+        return [args.protocol]
+    return list(QUORUM_VARIANT_NAMES) if getattr(args, "quorum_all", False) else list(VARIANT_NAMES)
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
@@ -100,6 +114,10 @@ def cmd_stream(args: argparse.Namespace) -> int:
         args.retention = parse_retain(args.retain)
     except ValueError as exc:
         return fail(f"replemu: error: {exc}")
+    # --protocol all: every variant of the input's family (the metadata quorum's presets for
+    # compiled quorum scenarios), as replemu run does for a file
+    args.quorum_all = (args.protocol == "all" and bool(args.input) and not args.workload and not is_uri(args.input)
+                       and _input_family(args.input) == "quorum")
     problem = _family_problem(args)
     if problem:
         return fail(f"replemu: error: {problem}")
@@ -266,7 +284,7 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
     from streaming.job import run_stream
     from streaming.session import SessionError, build_spark, describe_session, stop_session
 
-    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    protocols = all_protocols(args)
     _import_aside("great_expectations.expectations", "great_expectations.data_context")  # while the JVM starts
     debug = bool(os.environ.get("REPLEMU_DEBUG"))
     shown = warnings.showwarning

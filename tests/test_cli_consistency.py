@@ -227,3 +227,27 @@ def test_the_apis_spark_session_shows_no_start_up_noise(capfd):
                  "26/11/28 22:06:56 ERROR Executor: a real error\n"):
         route.write(line)
     assert capfd.readouterr().err == "26/11/28 22:06:56 ERROR Executor: a real error\n"
+
+
+def test_stream_protocol_all_is_every_variant_of_the_inputs_family(tmp_path):
+    """As ``replemu run``'s ``all``: compiled metadata-quorum scenarios stream under every quorum
+    preset (they were refused: "not --protocol all"), partition events under every partition variant."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, env_without_java
+    from emulator import VARIANT_NAMES
+    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+    from replemu.compile import compile_scenarios
+    from replemu.stream import all_protocols
+
+    assert all_protocols(argparse.Namespace(protocol="all", quorum_all=True)) == list(QUORUM_VARIANT_NAMES)
+    assert all_protocols(argparse.Namespace(protocol="all", quorum_all=False)) == list(VARIANT_NAMES)
+    assert all_protocols(argparse.Namespace(protocol="kraft853")) == ["kraft853"]
+    from replemu.bundled import resolve_scenario
+
+    compile_scenarios([resolve_scenario("thesis-membership-change")], tmp_path / "events")
+    done = subprocess.run([sys.executable, "-m", "replemu", "stream", "--input", str(tmp_path / "events"),
+                           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck")],
+                          cwd=ROOT, capture_output=True, text=True, env=env_without_java(), timeout=120)
+    assert done.returncode == 3 and "JAVA" in done.stderr, done.stderr  # past every check, to Spark's start
