@@ -52,8 +52,9 @@ def _family_problem(args: argparse.Namespace) -> str | None:
     quorum_knobs = getattr(args, "quorum_knobs", None) or {}
     if args.protocol in QUORUM_VARIANT_NAMES or getattr(args, "quorum_all", False):
         if args.knobs:
-            return (f"--knob {next(iter(args.knobs))} is a partition knob; --protocol {args.protocol} is a "
-                    f"metadata-quorum protocol (its knobs: docs/quorum.md)")
+            which = (f"--protocol {args.protocol} is a metadata-quorum protocol" if args.protocol != "all" else
+                     f"--input {args.input} holds metadata-quorum events (--protocol all: every quorum preset)")
+            return f"--knob {next(iter(args.knobs))} is a partition knob; {which} (its knobs: docs/quorum.md)"
         if args.workload:
             return (f"--workload generates partition events; --protocol {args.protocol} streams compiled "
                     f"metadata-quorum scenarios (replemu compile FILE --out DIR, then --input DIR)")
