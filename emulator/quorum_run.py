@@ -27,6 +27,7 @@ from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
 from .quorum_state import ControlType, QuorumRecord, QuorumRole, Server
 from .quorum_steps import QuorumStep, describe_quorum_step, parse_quorum_step, quorum_step_to_dict
 from .quorum_variants import QUORUM_KNOBS, QUORUM_VARIANT_NAMES, QuorumVariant, quorum_variant_named
+from .result import not_expressible_result
 from .scenario import NAME_PATTERN, ScenarioError, StepRefused
 from .steps import StepError, is_int
 from .variants import KnobError
@@ -207,9 +208,11 @@ def quorum_snapshot(q: Quorum, with_logs: bool = True, with_control: bool = Fals
 
 
 def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = False,
-                        knobs: dict[str, Any] | None = None) -> dict[str, Any]:
+                        knobs: dict[str, Any] | None = None, refusal_as_result: bool = False) -> dict[str, Any]:
     """Replay ``scenario`` under the quorum preset ``protocol`` (its knobs, then the scenario's, then
-    ``knobs``); the result is ``docs/quorum.md``'s result document. ``StepRefused`` names the step."""
+    ``knobs``); the result is ``docs/quorum.md``'s result document. ``StepRefused`` names the step;
+    with ``refusal_as_result`` the answer is the variant's "not expressible" result instead
+    (``emulator.result.not_expressible_result``)."""
     variant: QuorumVariant = quorum_variant_named(protocol, {**scenario.knobs, **(knobs or {})})
     q = Quorum(scenario.voters, scenario.observers, variant)
     checker = QuorumChecker()
@@ -221,6 +224,9 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
         try:
             outcome = q.apply(step)
         except StepRefused as e:
+            if refusal_as_result:
+                return not_expressible_result(scenario.name, protocol, number, describe_quorum_step(step), str(e),
+                                              family="quorum")
             raise StepRefused(f"{scenario.source}: step {number} ({describe_quorum_step(step)}): refused under "
                               f"{protocol}: {e}") from None
         found = checker.observe(q, outcome)

@@ -112,13 +112,34 @@ def result_object(scenario_name: str, protocol: str, steps: int, final: dict, vi
     return result
 
 
+def not_expressible_result(scenario_name: str, protocol: str, step: int, description: str, reason: str,
+                           family: str | None = None) -> dict[str, Any]:
+    """The result of a variant that cannot take one of the scenario's steps (a ZooKeeper-era
+    ``elect`` with an epoch under a KRaft variant): no verdict, no final state, only which step
+    and why.  ``not_expressible_text`` is its one line for people."""
+    result: dict[str, Any] = {"format": RESULT_FORMAT, "scenario": scenario_name, "protocol": protocol}
+    if family is not None:
+        result = {"scenario": scenario_name, "family": family, "protocol": protocol}
+    result["not_expressible"] = {"step": step, "description": description, "reason": reason}
+    return result
+
+
+def not_expressible_text(result: dict[str, Any]) -> str:
+    """``not expressible under kip903: step 14 (elect(1, e1, isr=[1])): elect sets …``."""
+    n = result["not_expressible"]
+    return f"not expressible under {result['protocol']}: step {n['step']} ({n['description']}): {n['reason']}"
+
+
 def check_result_document(data: Any, source: str) -> list[dict[str, Any]]:
     """The result objects in a ``replemu run --json`` document (one object or an array)."""
     results = data if isinstance(data, list) else [data]
-    if not results or not all(isinstance(r, dict) and r.get("format") == RESULT_FORMAT and "final" in r for r in results):
+    if not results or not all(isinstance(r, dict) and r.get("format") == RESULT_FORMAT
+                              and ("final" in r or isinstance(r.get("not_expressible"), dict)) for r in results):
         raise ResultFormatError(f"{source}: not a replemu result (format {RESULT_FORMAT})")
     for number, r in enumerate(results, start=1):
         where = f"{source}: result {number}" if len(results) > 1 else source
+        if "final" not in r:  # a variant's "not expressible" answer: no state to read
+            continue
         problem = _final_problem(r)
         if problem:
             raise ResultFormatError(f"{where}: {problem}")

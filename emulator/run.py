@@ -11,7 +11,7 @@ from .config import Config
 from .effects import Effect
 from .kraft import REFUSED
 from .partition import Partition
-from .result import compacted_prefix, result_object, state_snapshot
+from .result import compacted_prefix, not_expressible_result, result_object, state_snapshot
 from .scenario import Scenario, StepRefused
 from .steps import Step, describe_step, step_to_dict
 from .variants import ProtocolVariant, knob_overrides, variant_named
@@ -112,11 +112,14 @@ def effective_variant(protocol: str, config: Config, knobs: dict[str, Any] | Non
 
 
 def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare=None,
-                 knobs: dict[str, Any] | None = None, judging: Judging = Judging.INCREMENTAL) -> dict[str, Any]:
+                 knobs: dict[str, Any] | None = None, judging: Judging = Judging.INCREMENTAL,
+                 refusal_as_result: bool = False) -> dict[str, Any]:
     """Replay every step of ``scenario`` under ``protocol`` (plus knobs); return the result object.
 
-    Raises ``ScenarioError`` (the file, the step, why) at a step the variant's controller cannot
-    take (``kraft.REFUSED``): no verdict comes from such a step.
+    Raises ``StepRefused`` (the file, the step, why) at a step the variant's controller cannot
+    take (``kraft.REFUSED``): no verdict comes from such a step.  With ``refusal_as_result`` the
+    variant's answer is instead the result ``not_expressible_result`` builds (no verdict, no final
+    state: ``replemu run --protocol all`` reports it beside the other variants' verdicts).
 
     ``prepare(replay)``, when given, loads initial replica state (Kafka replica directories,
     see ``scenario_io.kafka_logs.seed_replay``) before the first step.
@@ -130,6 +133,8 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
         report = replay.apply(step)
         if any(e["error"] == REFUSED for e in report.errors):
             reason = next((e.get("reason") for e in report.events if e["event"] == "StepRefused"), "")
+            if refusal_as_result:
+                return not_expressible_result(scenario.name, variant.name, report.step, describe_step(step), str(reason or ""))
             raise StepRefused(f"{scenario.source}: step {report.step} ({describe_step(step)}): "
                               f"not a step the {variant.name} controller can take: {reason}")
         if trace:

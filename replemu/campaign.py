@@ -72,11 +72,14 @@ def describe_campaign(seed: int, profile: Profile, partitions: int, protocols: l
 def tally(results: Iterable[tuple[int, dict]], protocol: str, scenario_of: Callable[[int], dict], out_dir: Path,
           seed: int, profile: str) -> dict[str, Any]:
     """Count violations over ``(partition, result)`` pairs; write the first findings as scenarios."""
-    partitions = steps = 0
+    partitions = steps = not_expressible = 0
     violations: dict[str, int] = {}
     first: dict[str, tuple[int, int]] = {}  # invariant -> (partition, step) of its first finding
     for k, result in results:
         partitions += 1
+        if "not_expressible" in result:  # a step this variant's controller cannot take: no verdict to count
+            not_expressible += 1
+            continue
         steps += result["steps"]
         for v in result["violations"]:
             violations[v["invariant"]] = violations.get(v["invariant"], 0) + 1
@@ -89,7 +92,10 @@ def tally(results: Iterable[tuple[int, dict]], protocol: str, scenario_of: Calla
         path = write_scenario(scenario_of(k), out_dir / f"campaign-{seed}-{profile}-p{k}.yaml")
         examples.append({"partition": k, "invariant": invariant, "step": step, "scenario_file": str(path)})
     ordered = dict(sorted(violations.items(), key=lambda kv: (-kv[1], kv[0])))
-    return {"partitions": partitions, "steps": steps, "violations": ordered, "examples": examples}
+    tallied = {"partitions": partitions, "steps": steps, "violations": ordered, "examples": examples}
+    if not_expressible:  # only then: the report's shape is unchanged for every campaign that has none
+        tallied["not_expressible"] = not_expressible
+    return tallied
 
 
 def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[str], out_dir: str | Path,
@@ -127,7 +133,7 @@ def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[
 
         def results(protocol=protocol, bar=bar):
             for k, s in enumerate(scenarios):
-                r = run_scenario(s, protocol)
+                r = run_scenario(s, protocol, refusal_as_result=True)
                 bar.step()
                 yield k, r
 
@@ -355,6 +361,10 @@ def _cmd_campaign_quorum(args: argparse.Namespace, protocols: list[str]) -> int:
 def cmd_campaign(args: argparse.Namespace) -> int:
     from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 
+    from .cli import DEFAULT_PROFILE
+
+    if args.profile is None:
+        args.profile = QUORUM_PROFILE if args.protocol in QUORUM_VARIANT_NAMES else DEFAULT_PROFILE
     if args.protocol in QUORUM_VARIANT_NAMES:
         problem = output_problem(args.out, "--out")
         if problem:
@@ -385,7 +395,8 @@ def _print_report(report: dict[str, Any], as_json: bool, unit: str) -> int:
     width = max((len(p) for p in report["protocols"]), default=0)
     for protocol, r in report["protocols"].items():
         found = ", ".join(f"{k} {v}" for k, v in r["violations"].items()) or "no invariant violated"
-        print(f"{protocol:{width}} {r['partitions']} {unit}s, {r['steps']} steps: {found}")
+        refused = f" ({r['not_expressible']} not expressible under {protocol}: no verdict)" if r.get("not_expressible") else ""
+        print(f"{protocol:{width}} {r['partitions']} {unit}s{refused}, {r['steps']} steps: {found}")
         for e in r["examples"]:
             print(f"{'':{width + 2}}{e['invariant']} at step {e['step']} of {unit} {e['partition']}: "
                   f"replemu run {e['scenario_file']} --protocol {protocol}")

@@ -36,10 +36,26 @@ from .cli_common import EXIT_CHECK_FAILED, EXIT_FAILED, EXIT_INVALID, EXIT_OK, f
 
 
 class _Parser(argparse.ArgumentParser):
+    # Options argparse cannot require because a case of the command does without them (explore's
+    # --depth: required for partition protocols, not for quorum ones): shown in the usage without
+    # brackets all the same, as a user must give them in the usual case.
+    required_in_usage: tuple[str, ...] = ()
+
     def error(self, message: str) -> None:  # argparse's own exit status is 2 as well
         self.print_usage(sys.stderr)
         print(f"replemu: error: {message}", file=sys.stderr)
         sys.exit(EXIT_INVALID)
+
+    def _unbracket(self, text: str) -> str:
+        for shown in self.required_in_usage:
+            text = text.replace(f"[{shown}]", shown)
+        return text
+
+    def format_usage(self) -> str:
+        return self._unbracket(super().format_usage())
+
+    def format_help(self) -> str:
+        return self._unbracket(super().format_help())
 
 
 def _add_knob(parser: argparse.ArgumentParser) -> None:
@@ -84,33 +100,43 @@ def build_parser() -> argparse.ArgumentParser:
     _add_knob(run)
 
     exp = sub.add_parser("export", help="write a result's replicas as Kafka log directories")
-    exp.add_argument("result", metavar="RESULT.json")
-    exp.add_argument("--to", required=True, metavar="DIR")
+    exp.add_argument("result", metavar="RESULT.json", help="the JSON of replemu run --json (one result or an array; "
+                     "a variant's not_expressible result is skipped)")
+    exp.add_argument("--to", required=True, metavar="DIR", help="where the brokers' log directories go "
+                     "(DIR/broker-<id>/<topic>-0; DIR/<scenario>-<protocol>/... for several results)")
 
     ins = sub.add_parser("inspect", help="read Kafka replica directories and find where they diverge")
-    ins.add_argument("dirs", nargs="+", metavar="DIR")
+    ins.add_argument("dirs", nargs="+", metavar="DIR", help="replica directories (<topic>-<partition>, as Kafka writes "
+                     "them, or replemu export's DIR), or folders holding them")
 
     comp = sub.add_parser("compile", help="turn scenario files into event files for the streaming job")
     comp.add_argument("files", nargs="+", metavar="SCENARIO", help=f"scenario YAML files {NAMES_TOO}")
-    comp.add_argument("--out", required=True, metavar="DIR")
+    comp.add_argument("--out", required=True, metavar="DIR", help="where the event files go (replemu stream --input DIR)")
     comp.add_argument("--split", type=_int_between(1, 10_000), default=1, metavar="N", help="split every partition's rows over N files")
-    comp.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+    comp.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl", help="event file format (default jsonl)")
 
     stream = sub.add_parser("stream", help="run the Spark Structured Streaming job")
     stream.add_argument("--input", metavar="DIR", help="event files (or use --workload)")
     stream.add_argument("--workload", metavar="PROFILE", help="generated events of a conf/workloads.yaml profile, no input files")
     stream.add_argument("--partitions", type=_partitions, metavar="N", help="with --workload: generated partitions")
-    stream.add_argument("--seed", type=_seed, metavar="S", help="with --workload: the root seed")
+    stream.add_argument("--seed", type=_seed, metavar="S", help=f"with --workload: the root seed (default {DEFAULT_SEED}, as "
+                        "replemu campaign's)")
     stream.add_argument("--steps-per-batch", type=_positive, default=20, metavar="K", help="with --workload: steps of every partition per micro-batch")
-    stream.add_argument("--max-steps", type=_steps, metavar="M", help="with --workload: stop after M steps per partition (needed by available-now)")
-    stream.add_argument("--output", required=True, metavar="DIR")
-    stream.add_argument("--checkpoint", required=True, metavar="DIR")
-    stream.add_argument("--protocol", required=True, choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES,
-                        help="variant; 'all' runs one query per partition variant into OUTPUT/<variant> and "
-                             f"CHECKPOINT/<variant>; a metadata-quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}) "
+    stream.add_argument("--max-steps", type=_steps, metavar="M",
+                        help="with --workload: stop after M steps per partition (with available-now, default: the "
+                             "profile's longest partition, its largest 'steps' in conf/workloads.yaml)")
+    stream.add_argument("--output", required=True, metavar="DIR", help="where the job's output tables go (read them with "
+                        "replemu results, serve or dashboard)")
+    stream.add_argument("--checkpoint", required=True, metavar="DIR", help="Spark's checkpoint: the same DIR continues "
+                        "the run after a stop (docs/checkpoints.md)")
+    stream.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES,
+                        help="variant (default: all, as replemu run); 'all' runs one query per variant of the input's family "
+                             f"(the partition variants; the metadata-quorum presets for compiled quorum scenarios) into "
+                             f"OUTPUT/<variant> and CHECKPOINT/<variant>; a metadata-quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}) "
                              "streams compiled quorum scenarios (docs/quorum.md)")
     stream.add_argument("--trigger", default="available-now", help=TRIGGER_HELP)
-    stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N")
+    stream.add_argument("--max-files-per-trigger", type=_positive, default=None, metavar="N",
+                        help="with --input: read at most N event files per micro-batch (default: all new files)")
     stream.add_argument("--master", default=None, help="Spark master URL (default: conf/spark.conf, local[*]); "
                         "local-cluster[2,1,1024] runs two executor JVMs on this machine (docs/cluster.md)")
     stream.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
@@ -145,10 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also drop KIND's rows of micro-batches older than the last BATCHES (as replemu stream --retain)")
 
     state = sub.add_parser("state", help="show partitions' state from a stream's checkpoint (Spark's statestore reader)")
-    state.add_argument("checkpoint", metavar="CHECKPOINT_DIR")
-    state.add_argument("--topic")
-    state.add_argument("--partition", type=int)
-    state.add_argument("--master", default=None)
+    state.add_argument("checkpoint", metavar="CHECKPOINT_DIR", help="a --checkpoint of replemu stream (one variant's: "
+                       "CHECKPOINT/<variant> after --protocol all)")
+    state.add_argument("--topic", help="only this topic's partitions (a scenario's name, or a workload's topic)")
+    state.add_argument("--partition", type=int, metavar="P", help="only partition P (with --topic: of that topic)")
+    state.add_argument("--master", default=None, help="Spark master URL that reads the state (default: conf/spark.conf, local[*])")
 
     ck = sub.add_parser("checkpoint", help="check a stream's checkpoint, or roll it back to its last whole micro-batch "
                                            "(docs/checkpoints.md)")
@@ -168,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                                   "again; change nothing")
 
     dash = sub.add_parser("dashboard", help="write a self-contained HTML dashboard of stream outputs or run results")
-    dash.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_RESULT_JSON")
+    dash.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_RESULT_JSON",
+                      help="stream --output directories (or the parent of --protocol all's) and replemu run --json files")
     dash.add_argument("--output", default="dashboard", metavar="DIR", help="directory for dashboard.html (default ./dashboard)")
     dash.add_argument("--partition", default=None, metavar="TOPIC/P", help="partition (or scenario) whose timeline opens first")
 
@@ -180,13 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
     camp = sub.add_parser("campaign", help="run a seeded fault-injection campaign over generated partitions")
     camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES,
                       help=f"a partition protocol, all, or a metadata-quorum one ({', '.join(QUORUM_VARIANT_NAMES)}: --profile quorum)")
-    camp.add_argument("--partitions", type=_partitions, required=True, metavar="N")
-    camp.add_argument("--seed", type=_seed, required=True, metavar="S")
-    camp.add_argument("--profile", required=True, help="a profile of conf/workloads.yaml: clean, hard, unclean, kraft; "
-                      "quorum for a metadata-quorum protocol")
+    camp.add_argument("--partitions", type=_partitions, default=DEFAULT_PARTITIONS, metavar="N",
+                      help=f"generated partitions (scenarios for a quorum protocol; default {DEFAULT_PARTITIONS})")
+    camp.add_argument("--seed", type=_seed, default=DEFAULT_SEED, metavar="S",
+                      help=f"the root seed every drawn parameter comes from (default {DEFAULT_SEED})")
+    camp.add_argument("--profile", default=None, help=f"a profile of conf/workloads.yaml: clean, {DEFAULT_PROFILE} "
+                      f"(default), unclean, kraft; quorum (the default) for a metadata-quorum protocol")
     camp.add_argument("--engine", choices=("spark", "local"), default="spark", help="spark (default) or the core alone")
     camp.add_argument("--out", default="out/campaigns", metavar="DIR", help="where example scenario files go")
-    camp.add_argument("--json", action="store_true")
+    camp.add_argument("--json", action="store_true", help="print the report as JSON (the header goes to stderr)")
     _add_knob(camp)
 
     shr = sub.add_parser("shrink", help="minimise a scenario that breaks an invariant")
@@ -194,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     shr.add_argument("--from-campaign", metavar="SEED/PROFILE/PARTITION", help="shrink a generated partition")
     shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES,
                      help=f"a partition protocol, or a metadata-quorum one ({', '.join(QUORUM_VARIANT_NAMES)}) for a quorum FILE")
-    shr.add_argument("--invariant", required=True)
+    shr.add_argument("--invariant", required=True, help="the invariant the shrunk scenario must still break "
+                     "(docs/protocol.md §7; docs/quorum.md for a quorum FILE)")
     shr.add_argument("--out", metavar="FILE", help="where to write the shrunk scenario (default: next to the input FILE, "
                      "NAME-shrunk.yaml in the current directory for a bundled scenario's NAME; out/shrunk for --from-campaign)")
     _add_knob(shr)
@@ -211,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp_.add_argument("--depth", type=_int_between(0, 1000), metavar="D",
                       help="steps after the first election (required for partition protocols; quorum: actions after "
                            "the root, default 1000: until no new state remains)")
+    exp_.required_in_usage = ("--depth D",)
     exp_.add_argument("--records", type=_int_between(0, 100), metavar="N",
                       help="records produced in all (default 2; quorum: client appends, default 1)")
     exp_.add_argument("--epochs", type=_int_between(0, 1000), metavar="N",
@@ -279,10 +311,15 @@ def build_parser() -> argparse.ArgumentParser:
     scen.add_argument("--json", action="store_true", help="print name, family, description and file of each as JSON")
 
     res = sub.add_parser("results", help="read a stream's outputs back as result objects")
-    res.add_argument("output", metavar="OUTPUT_DIR")
-    res.add_argument("--json", action="store_true")
+    res.add_argument("output", metavar="OUTPUT_DIR", help="a stream's --output directory (one variant's: OUTPUT/<variant> "
+                     "after --protocol all)")
+    res.add_argument("--json", action="store_true", help="print one replemu run --json result per partition")
     return parser
 
+
+# The defaults of a generated workload, the same in replemu campaign, replemu stream --workload and
+# the API's replemu.campaign (docs/api.md)
+DEFAULT_SEED, DEFAULT_PARTITIONS, DEFAULT_PROFILE = 1, 100, "hard"
 
 # The commands whose arguments are scenario files (argparse's dest of each), and what their help says:
 # a bundled scenario's name goes where a file does (replemu/bundled.py resolves it).
@@ -394,7 +431,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"rerun with REPLEMU_DEBUG=1 for the traceback", status=EXIT_FAILED)
 
 
+class _Py4jInterrupt:
+    """A filter of the root logger: py4j logs a Ctrl-C that interrupts one of its calls as an error
+    with its traceback (``logging.exception("KeyboardInterrupt while sending command.")``), before
+    the command says ``replemu: interrupted``; ``REPLEMU_DEBUG=1`` keeps it."""
+
+    WORDS = ("KeyboardInterrupt while sending command",)
+
+    def filter(self, record) -> bool:
+        return not str(record.msg).startswith(self.WORDS)
+
+
 def entry() -> None:
+    if not os.environ.get("REPLEMU_DEBUG"):
+        import logging
+
+        logging.getLogger().addFilter(_Py4jInterrupt())
     try:
         sys.exit(main())
     except BrokenPipeError:  # e.g. `replemu run ... | head`

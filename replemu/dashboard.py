@@ -238,6 +238,8 @@ def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise DashboardError(f"{path}: not a replemu result JSON file ({exc})") from None
+    if isinstance(data, list):  # a variant's "not expressible" answer has no state to draw: the others' are shown
+        data = [r for r in data if not (isinstance(r, dict) and "not_expressible" in r)] or data
     quorum = _quorum_results(data, str(path))
     if quorum is None:
         try:
@@ -944,14 +946,15 @@ def render(runs: list[dict[str, Any]], chosen: str | None = None) -> str:
 
 def write_dashboard(inputs: list[str | Path], output_dir: str | Path, chosen: str | None = None) -> Path:
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     runs = collect_runs(inputs, out.resolve(), chosen)
     if chosen is not None:
         known = sorted({p[k] for r in runs for p in r["partitions"] for k in ("key", "scenario") if p.get(k)})
         if chosen not in known:
             raise DashboardError(f"--partition {chosen!r}: no such partition or scenario in the inputs (known: {short_list(known)})")
+    html = render(runs, chosen)
+    out.mkdir(parents=True, exist_ok=True)  # only once there is a page to write: a refused input leaves no folder
     page = out / "dashboard.html"
-    page.write_text(render(runs, chosen), encoding="utf-8")
+    page.write_text(html, encoding="utf-8")
     return page
 
 

@@ -16,6 +16,7 @@ import sys
 from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
 from emulator.quorum_run import QuorumScenario, run_quorum_scenario
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from emulator.result import not_expressible_text
 from scenario_io.yaml_files import load_any_scenario
 
 from . import report
@@ -58,24 +59,47 @@ def cmd_run(args: argparse.Namespace) -> int:
         return fail(f"replemu: error: --knob {next(iter(args.quorum_knobs))} is a metadata-quorum knob; "
                     f"{scenarios[0].source} is a partition scenario")
     protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    human = not args.json
-    results, failures = [], []
+    # A step one variant's controller cannot take (a ZooKeeper-era forced election under KRaft) is
+    # that variant's answer, "not expressible", beside the others' verdicts; only a run where no
+    # (file, variant) could be replayed at all is refused as a whole (exit 2).
+    runs = []
     for scenario, files in zip(scenarios, initial):
         for protocol in protocols:
             wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
-            try:
-                result = run_scenario(scenario, protocol, trace=args.trace or wants_trace or (human and not args.summary),
-                                      prepare=files, knobs=args.knobs)
-            except ScenarioError as exc:  # a step this variant's controller cannot take
-                return fail(f"replemu: refused scenario: {exc}")
-            if human:
-                _print_human(scenario, result, args.summary)
-            if args.check and not _agrees(scenario, protocol, report.check_expectation(result, scenario.expect.get(protocol)), args):
-                failures.append((scenario.name, protocol))
-            if not args.trace:
-                result.pop("trace", None)
-            results.append(result)
-    return _finish(results, protocols, len(scenarios), failures, args)
+            runs.append((scenario, protocol, run_scenario(
+                scenario, protocol, trace=args.trace or wants_trace or (not args.json and not args.summary),
+                prepare=files, knobs=args.knobs, refusal_as_result=True)))
+    return _report(runs, protocols, len(scenarios), args, PARTITION_RENDERERS, report.check_expectation,
+                   lambda p: f"not a step the {p} controller can take")
+
+
+def _report(runs: list, protocols: list[str], scenarios: int, args: argparse.Namespace, renderers, check, refused) -> int:
+    """Every (scenario, variant) result in order: its human output or JSON, ``--check``'s lines;
+    the exit status.  Nothing replayable at all (every result "not expressible") is a refusal, in
+    the words ``refused(protocol)`` of the family."""
+    if all("not_expressible" in result for _, _, result in runs):
+        scenario, protocol, result = runs[0]
+        n = result["not_expressible"]
+        return fail(f"replemu: refused scenario: {scenario.source}: step {n['step']} ({n['description']}): "
+                    f"{refused(protocol)}: {n['reason']}")
+    results, failures = [], []
+    for scenario, protocol, result in runs:
+        if not args.json:
+            _print_human(scenario, result, args.summary, renderers)
+        if args.check and not _agrees(scenario, protocol, _problems(result, scenario.expect.get(protocol), check), args):
+            failures.append((scenario.name, protocol))
+        if not args.trace:
+            result.pop("trace", None)
+        results.append(result)
+    return _finish(results, protocols, scenarios, failures, args)
+
+
+def _problems(result: dict, expect: dict | None, check) -> list[str]:
+    """``--check``'s disagreements for one result: a variant the expect block names that could not
+    replay the file disagrees with it; one it does not name has no expectation to meet."""
+    if "not_expressible" in result:
+        return [] if expect is None else [not_expressible_text(result)]
+    return check(result, expect)
 
 
 def _agrees(scenario, protocol: str, problems: list[str], args: argparse.Namespace) -> bool:
@@ -101,8 +125,6 @@ def _finish(results: list[dict], protocols: list[str], scenarios: int, failures:
 def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> int:
     """``replemu run`` of metadata-quorum scenarios (docs/quorum.md): the same output, in the
     quorum's columns (servers' roles, epochs, LEO/HW)."""
-    from emulator.scenario import StepRefused
-
     if args.protocol != "all" and args.protocol not in QUORUM_VARIANT_NAMES:
         return fail(f"replemu: error: --protocol {args.protocol} is a partition protocol; {scenarios[0].source} is a "
                     f"metadata-quorum scenario (protocols: {', '.join(QUORUM_VARIANT_NAMES)}, all)")
@@ -112,23 +134,11 @@ def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> in
     if args.from_dirs:
         return fail("replemu: error: --from-dirs reads partition replicas; a metadata-quorum scenario starts empty")
     protocols = list(QUORUM_VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    human = not args.json
-    results, failures = [], []
-    for scenario in scenarios:
-        for protocol in protocols:
-            try:
-                result = run_quorum_scenario(scenario, protocol, trace=args.trace or (human and not args.summary),
-                                             knobs=args.quorum_knobs)
-            except StepRefused as exc:
-                return fail(f"replemu: refused scenario: {exc}")
-            if human:
-                _print_human(scenario, result, args.summary, QUORUM_RENDERERS)
-            if args.check and not _agrees(scenario, protocol, report.check_quorum_expectation(result, scenario.expect.get(protocol)), args):
-                failures.append((scenario.name, protocol))
-            if not args.trace:
-                result.pop("trace", None)
-            results.append(result)
-    return _finish(results, protocols, len(scenarios), failures, args)
+    runs = [(scenario, protocol, run_quorum_scenario(scenario, protocol, trace=args.trace or (not args.json and not args.summary),
+                                                     knobs=args.quorum_knobs, refusal_as_result=True))
+            for scenario in scenarios for protocol in protocols]
+    return _report(runs, protocols, len(scenarios), args, QUORUM_RENDERERS, report.check_quorum_expectation,
+                   lambda p: f"refused under {p}")
 
 
 # (step table, final logs, verdict) of each family's result
@@ -138,6 +148,11 @@ QUORUM_RENDERERS = (report.quorum_step_table, report.quorum_final_logs, report.q
 
 def _print_human(scenario, result, summary: bool, renderers=PARTITION_RENDERERS) -> None:
     step_table, final_logs, verdict = renderers
+    if "not_expressible" in result:  # no steps, logs or verdict to show: the step and why
+        print(f"verdict {result['scenario']} / {result['protocol']}: {not_expressible_text(result)}")
+        if not summary:
+            print()
+        return
     if not summary:
         print(f"== {scenario.name} under {result['protocol']} ({scenario.source}) ==")
         if scenario.description:
@@ -172,6 +187,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if problem:
         return fail(f"replemu: error: {problem}")
     for r in results:
+        if "not_expressible" in r:  # no replicas to write: the variant could not replay the file
+            print(f"skipped {r['scenario']} under {r['protocol']}: {not_expressible_text(r)}")
+            continue
         target = Path(args.to) if len(results) == 1 else Path(args.to) / f"{r['scenario']}-{r['protocol']}"
         for d in export_result(r, target):
             print(f"wrote {d}")

@@ -95,6 +95,9 @@ def matrix(results: list[dict[str, Any]], protocols: list[str]) -> str:
     for r in results:
         if r["scenario"] not in scenarios:
             scenarios.append(r["scenario"])
+        if "not_expressible" in r:  # the variant cannot take one of its steps: no verdict
+            cells[(r["scenario"], r["protocol"])] = ["not expressible", f"(step {r['not_expressible']['step']})"]
+            continue
         names = [v["invariant"] for v in r["violations"]]
         names.sort(key=lambda n: (n not in VERDICT_INVARIANTS, VERDICT_INVARIANTS.index(n) if n in VERDICT_INVARIANTS else 0))
         if any(l["allowed"] for l in r["losses"]):

@@ -308,7 +308,10 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         why = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
-        raise ServeError(f"--port {port}: cannot listen on {host}:{port} ({why})") from None
+        # the port's fault only when it is taken or privileged; a name that does not resolve, or an
+        # address not of this machine, is the host's
+        flag = f"--port {port}" if exc.errno in (errno.EADDRINUSE, errno.EACCES) else f"--host {host}"
+        raise ServeError(f"{flag}: cannot listen on {host}:{port} ({why})") from None
     return sock
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from pathlib import Path
 
 from emulator import VARIANT_NAMES, dumps
 from emulator.bounds import short_list
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from streaming.progress import counted
 from streaming.storage import is_uri, join
 
 from .cli_common import EXIT_FAILED, EXIT_OK, fail
@@ -48,10 +50,11 @@ def _family_problem(args: argparse.Namespace) -> str | None:
     partition knobs only (docs/quorum.md "Streaming"); for a quorum protocol ``args.knobs``
     becomes the quorum knobs (what the job and the checkpoint's identity see)."""
     quorum_knobs = getattr(args, "quorum_knobs", None) or {}
-    if args.protocol in QUORUM_VARIANT_NAMES:
+    if args.protocol in QUORUM_VARIANT_NAMES or getattr(args, "quorum_all", False):
         if args.knobs:
-            return (f"--knob {next(iter(args.knobs))} is a partition knob; --protocol {args.protocol} is a "
-                    f"metadata-quorum protocol (its knobs: docs/quorum.md)")
+            which = (f"--protocol {args.protocol} is a metadata-quorum protocol" if args.protocol != "all" else
+                     f"--input {args.input} holds metadata-quorum events (--protocol all: every quorum preset)")
+            return f"--knob {next(iter(args.knobs))} is a partition knob; {which} (its knobs: docs/quorum.md)"
         if args.workload:
             return (f"--workload generates partition events; --protocol {args.protocol} streams compiled "
                     f"metadata-quorum scenarios (replemu compile FILE --out DIR, then --input DIR)")
@@ -64,9 +67,10 @@ def _family_problem(args: argparse.Namespace) -> str | None:
 
 def _input_family_problem(path: str, protocol: str) -> str | None:
     """Why ``--input``'s events cannot run under ``protocol``: quorum events under a partition
-    protocol or the reverse (told by the first header row, ``streaming.files.input_family``)."""
-    if is_uri(path):
-        return None  # read by Spark only; a header of the other family is quarantined there
+    protocol or the reverse (told by the first header row, ``streaming.files.input_family``);
+    ``all`` is every variant of the input's family, as for ``replemu run``."""
+    if is_uri(path) or protocol == "all":
+        return None  # a URI is read by Spark only: a header of the other family is quarantined there
     from streaming.files import input_family
 
     family, where = input_family(path)
@@ -78,6 +82,19 @@ def _input_family_problem(path: str, protocol: str) -> str | None:
                 f"quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}), not --protocol {protocol}")
     return (f"--input {path}: {where} holds partition events (a 'partition' header row); --protocol {protocol} is a "
             f"metadata-quorum protocol: stream them with a partition protocol ({', '.join(VARIANT_NAMES)}, all)")
+
+
+def _input_family(path: str) -> str | None:
+    from streaming.files import input_family
+
+    return input_family(path)[0]
+
+
+def all_protocols(args: argparse.Namespace) -> list[str]:
+    """The variants a stream runs: ``--protocol``'s, or for ``all`` every one of the input's family."""
+    if args.protocol != "all":
+        return [args.protocol]
+    return list(QUORUM_VARIANT_NAMES) if getattr(args, "quorum_all", False) else list(VARIANT_NAMES)
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
@@ -98,6 +115,10 @@ def cmd_stream(args: argparse.Namespace) -> int:
         args.retention = parse_retain(args.retain)
     except ValueError as exc:
         return fail(f"replemu: error: {exc}")
+    # --protocol all: every variant of the input's family (the metadata quorum's presets for
+    # compiled quorum scenarios), as replemu run does for a file
+    args.quorum_all = (args.protocol == "all" and bool(args.input) and not args.workload and not is_uri(args.input)
+                       and _input_family(args.input) == "quorum")
     problem = _family_problem(args)
     if problem:
         return fail(f"replemu: error: {problem}")
@@ -116,13 +137,17 @@ def cmd_stream(args: argparse.Namespace) -> int:
                     "own --output and --checkpoint), or use --trigger available-now")
     workload = None
     if args.workload:
-        if args.input or args.partitions is None or args.seed is None:
-            return fail("replemu: error: --workload needs --partitions and --seed, and no --input")
+        from .cli import DEFAULT_SEED
+
+        if args.input or args.partitions is None:
+            return fail("replemu: error: --workload needs --partitions, and no --input")
         profiles = load_profiles()
         if args.workload not in profiles:
             return fail(f"replemu: error: unknown profile {args.workload[:80]!r} (known: {', '.join(profiles)})")
-        if trigger.drains and args.max_steps is None:
-            return fail("replemu: error: a workload stream with --trigger available-now/once needs --max-steps")
+        if args.seed is None:
+            args.seed = DEFAULT_SEED
+        if trigger.drains and args.max_steps is None:  # the profile's longest partition, as a campaign draws it
+            args.max_steps = profiles[args.workload].steps[1]
         workload = workload_options(profiles[args.workload], args.seed, args.partitions, args.steps_per_batch, args.max_steps)
     else:
         for flag in ("partitions", "seed", "max_steps"):
@@ -188,17 +213,23 @@ def _shuffle_partitions(args: argparse.Namespace, spark=None) -> int:
     return cores
 
 
+class _Stop(threading.Event):
+    """Set by the first Ctrl-C; ``at_once`` by the second."""
+
+    at_once = False
+
+
 def _graceful_stop():
     """SIGINT (Ctrl-C) or SIGTERM: finish the running micro-batch, then stop; a second one stops now.
 
     Returns the event the job watches and a function restoring the previous handlers."""
     import signal
-    import threading
 
-    stop = threading.Event()
+    stop = _Stop()
 
     def on_signal(signum, frame) -> None:
         if stop.is_set():
+            stop.at_once = True  # what py4j makes of the interrupt (a Py4JError) is this, not a failure
             raise KeyboardInterrupt
         stop.set()
         print(f"replemu stream: {signal.Signals(signum).name}: stopping after the running micro-batch "
@@ -229,6 +260,21 @@ def _import_aside(*modules: str) -> None:
     threading.Thread(target=load, name="replemu-import-aside", daemon=True).start()
 
 
+def _written_kinds(output: str, spark) -> str:
+    """``{timeline,log,summary,...}``: the output kinds the run wrote (a kind with no row, such as an
+    empty quarantine, has no folder); every kind when the output cannot be listed from here (a
+    path on a Spark Connect server)."""
+    from streaming.schemas import OUTPUT_KINDS
+    from streaming.storage import open_store
+
+    try:
+        present = set(open_store(output, spark).list())
+    except Exception:  # noqa: BLE001  (a listing is only for this line)
+        present = set()
+    kinds = [k for k in OUTPUT_KINDS if k in present] or list(OUTPUT_KINDS)
+    return "{" + ",".join(kinds) + "}" if len(kinds) > 1 else kinds[0]
+
+
 def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None) -> int:
     """Run the query (one per variant for --protocol all); ``claim`` (checkpoint or output on a
     Hadoop filesystem) locks them once Spark runs."""
@@ -239,7 +285,7 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
     from streaming.job import run_stream
     from streaming.session import SessionError, build_spark, describe_session, stop_session
 
-    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
+    protocols = all_protocols(args)
     _import_aside("great_expectations.expectations", "great_expectations.data_context")  # while the JVM starts
     debug = bool(os.environ.get("REPLEMU_DEBUG"))
     shown = warnings.showwarning
@@ -280,6 +326,8 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
                                    shuffle_partitions=args.shuffle_partitions,
                                    **({"retention": args.retention} if args.retention else {}))
             except Exception as exc:  # the query failed: one line for the cause, every trace in the log
+                if stop.at_once:  # a second Ctrl-C, interrupting a py4j call
+                    raise KeyboardInterrupt from None
                 if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j", "grpc") and not isinstance(exc, OSError):
                     raise
                 from streaming.failures import explain, failure_text
@@ -298,7 +346,7 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
                     lines.append(f"replemu: the log {log.path} could not be written; every trace is in "
                                  f"{spare.path if not spare.lost else 'no file either (REPLEMU_DEBUG=1 prints them)'}")
                 return fail("\n".join(lines), status=EXIT_FAILED)
-            print(f"{len(stats)} micro-batches; outputs under {output}/{{timeline,log,summary,violations,losses,errors,quarantine}}; "
+            print(f"{counted(len(stats), 'micro-batch', 'micro-batches')}; outputs under {output}/{_written_kinds(output, spark)}; "
                   f"read them with: replemu results {output}", flush=True)
             if stop.is_set():
                 print(f"stopped: every committed micro-batch is in the checkpoint {args.checkpoint}; "

@@ -13,6 +13,7 @@ the job's log file (``streaming.jvm_output``), never to the terminal.
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 from dataclasses import dataclass
@@ -89,10 +90,29 @@ PLACES: tuple[Place, ...] = (
     Place(re.compile(r"streaming/(?:sink|storage|progress|job)\.py"), "the output"),
 )
 _PATH = re.compile(r"((?:file:|hdfs://|s3a?://|gs://|abfss?://|wasbs?://)[^\s,;'\"]+|/[^\s,;:'\"]+/[^\s,;:'\"]+)")
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the clone: the folder above streaming/
 _PY_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _PY_ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception|Exit|Interrupt)): (.+)$", re.M)
 _SPARK_CODE = re.compile(r"/(?:pyspark|py4j|grpc)/")
 _OWN_CODE = re.compile(r"/(?:emulator|streaming|expectations|replemu|scenario_io)/[\w/]+\.py$")
+# The last folder of a path that is one of our packages: greedy, so a clone (or any folder above it)
+# named like a package (``/home/me/replemu/streaming/x.py``) keeps its package, not the clone's name.
+_OWN_TAIL = re.compile(r"^.*/((?:emulator|streaming|expectations|replemu|scenario_io)/[\w/]+\.py)$")
+
+
+def own_path(path: str) -> str | None:
+    """``path`` of one of this project's source files as the repository names it
+    (``streaming/processor.py``), whatever the folders above the clone are called; None for a file
+    that is not ours (pyspark's ``sql/streaming/`` modules included)."""
+    if not _OWN_CODE.search(path):
+        return None
+    root = _ROOT + "/"
+    if path.startswith(root):  # this clone's, whatever the folders above it are called
+        return path[len(root):]
+    if _SPARK_CODE.search(path):
+        return None
+    tail = _OWN_TAIL.match(path)  # a copy elsewhere (an executor's): its last package folder
+    return tail.group(1) if tail else None
 
 
 @dataclass(frozen=True)
@@ -192,7 +212,7 @@ def _path_near(text: str, m: re.Match) -> str | None:
 def _python_error(text: str) -> Failure | None:
     """A Python exception raised in this package's code (the state function, the sink): its last
     line and the deepest frame of ours, as ``file:line``."""
-    ours = [m for m in _PY_FRAME.finditer(text) if _OWN_CODE.search(m.group(1))]
+    ours = [m for m in _PY_FRAME.finditer(text) if own_path(m.group(1)) is not None]
     if not ours:
         return None
     frame = ours[-1]
@@ -202,7 +222,7 @@ def _python_error(text: str) -> Failure | None:
     error = errors[0]
     if any(_SPARK_CODE.search(m.group(1)) for m in _PY_FRAME.finditer(text, frame.end(), error.start())):
         return None  # raised by pyspark below our call (a query that failed in the JVM): not a Python error of ours
-    where = re.sub(r"^.*?/((?:emulator|streaming|expectations|replemu|scenario_io)/)", r"\1", frame.group(1))
+    where = own_path(frame.group(1))
     return Failure("python", f"{error.group(1)}: {error.group(2).strip()[:200]}", None, f"{where}:{frame.group(2)} in {frame.group(3)}")
 
 

@@ -3,6 +3,8 @@ tracebacks pyspark's own processes print when a query or the application stops."
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 
 
@@ -106,6 +108,15 @@ class LogFile:
                 self._file = None
 
 
+# What the driver's JVM prints every time it starts (Spark's and the JDK's notices, and warnings
+# about this machine a local run can do nothing about): not shown on a terminal with no log (the
+# API's ``replemu.spark_session``), as the CLI, which writes them to its log, does not show them.
+STARTUP_NOISE = re.compile(
+    r"^(?:WARNING: Using incubator modules: |Using Spark's default log4j profile: |Setting default log level to |"
+    r"To adjust logging level use sc\.setLogLevel\(|.*WARN NativeCodeLoader: Unable to load native-hadoop library|"
+    r".*WARN Utils: Your hostname, .* resolves to a loopback address|.*WARN Utils: Set SPARK_LOCAL_IP if you need)")
+
+
 class _Route:
     """Where the JVM's output goes: the terminal (stderr), or a ``LogFile`` and, with ``echo``, the
     terminal too.  Lines printed before a log is set are held and written to it when it is."""
@@ -121,6 +132,8 @@ class _Route:
         elif self.held is not None:
             self.held.append(line)
         if self.echo or (self.log is None and self.held is None):
+            if self.log is None and self.held is None and STARTUP_NOISE.match(line) and not os.environ.get("REPLEMU_DEBUG"):
+                return
             out = sys.__stderr__
             out.write(line)
             out.flush()

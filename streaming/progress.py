@@ -31,13 +31,18 @@ def input_unit(progress: dict) -> str:
     return "rows"
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``1 violation``, ``2 violations``: a count with its noun in the right number."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
 def print_progress(progress: dict, stats: dict, out) -> None:
     """One line: the batch's input (``input_unit``), partitions, violations, quarantined rows,
     duration and state size; ``stats``: batch id -> the sink's ``BatchStats``."""
     batch_id = progress["batchId"]
     st = stats.get(batch_id)
     duration = progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
-    extra = (f", {st.partitions} partitions, {st.violations} violations, {st.quarantined} quarantined"
+    extra = (f", {counted(st.partitions, 'partition')}, {counted(st.violations, 'violation')}, {st.quarantined} quarantined"
              if st else "")
     n, unit = input_rows(progress), input_unit(progress)
     print(f"batch {batch_id}: {n} {unit[:-1] if n == 1 else unit}{extra}, {duration:.2f} s, "

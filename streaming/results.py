@@ -60,7 +60,42 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
     output_dir = Path(output_dir)
     if not (output_dir / "run.json").exists():
         raise ResultsError(f"{output_dir}: not a replemu stream output directory (no run.json)")
-    return results_from_frames({kind: read_output(output_dir, kind) for kind in RESULT_KINDS})
+    results = results_from_frames({kind: read_output(output_dir, kind) for kind in RESULT_KINDS})
+    if any(_refused_step(r) is not None for r in results):
+        results = not_expressible_results(results, read_output(output_dir, "timeline"))
+    return results
+
+
+def _refused_step(result: dict[str, Any]) -> int | None:
+    """The first step the variant's controller could not take (the core's ``NOT_A_KRAFT_STEP``
+    answer: the stream goes on, changing nothing), or None."""
+    from emulator.kraft import REFUSED
+
+    return next((e["step"] for e in result.get("errors") or [] if e.get("error") == REFUSED), None)
+
+
+def not_expressible_results(results: list[dict[str, Any]], timeline) -> list[dict[str, Any]]:
+    """``results`` with each partition whose steps include one its variant's controller cannot
+    take as that variant's "not expressible" result (``replemu run``'s, docs/scenario-format.md
+    §4): what followed such a step is no verdict.  ``timeline`` (its rows' ``event``) describes
+    the step."""
+    from emulator.result import not_expressible_result
+
+    described: dict[tuple[str, int], str] = {}
+    if timeline is not None and not timeline.empty:
+        for row in timeline[["scenario", "seq", "event"]].drop_duplicates(["scenario", "seq"]).to_dict("records"):
+            described[(str(row["scenario"]), int(row["seq"]))] = str(row["event"])
+    out = []
+    for r in results:
+        step = _refused_step(r)
+        if step is None:
+            out.append(r)
+            continue
+        key = (r["scenario"], step)
+        out.append(not_expressible_result(r["scenario"], r["protocol"], step, described.get(key, f"seq {step}"),
+                                          f"not a step the {r['protocol']} controller can take (the core answered "
+                                          f"NOT_A_KRAFT_STEP; replemu run of the scenario under {r['protocol']} says why)"))
+    return out
 
 
 def results_from_frames(frames: dict[str, Any]) -> list[dict[str, Any]]:
@@ -180,25 +215,37 @@ def quarantine_rows(output_dir: str | Path) -> list[dict[str, Any]]:
     return [{k: (None if v != v else v) for k, v in r.items()} for r in q.to_dict("records")]
 
 
+def _leader_text(leader, epoch) -> str:
+    """``leader 2 e3``, or ``no leader e3`` (not ``leader None``)."""
+    return f"{'no leader' if leader is None else f'leader {leader}'}{'' if epoch is None else f' e{epoch}'}"
+
+
 def summary_text(output_dir: str | Path) -> str:
+    from .progress import counted
+
     results = read_results(output_dir)
-    lines = [f"{len(results)} partitions in {output_dir}"]
+    lines = [f"{counted(len(results), 'partition')} in {output_dir}"]
     width = max([len(r["scenario"]) for r in results] + [8])
     for r in results:
+        if "not_expressible" in r:
+            n = r["not_expressible"]
+            lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} not expressible under {r['protocol']}: "
+                         f"step {n['step']} ({n['description']})")
+            continue
         names = ", ".join(v["invariant"] for v in r["violations"]) or "no invariant violated"
         if r.get("family") == "quorum":
             leader = r["final"]["leader"]
             epoch = r["final"]["servers"][str(leader)]["epoch"] if leader is not None else None
-            errors = len(r["errors"])
-            lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  leader {leader} e{epoch}  "
-                         f"{names}{f'; {errors} error answers' if errors else ''}")
+            errors = counted(len(r["errors"]), "error answer")
+            lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  {_leader_text(leader, epoch)}  "
+                         f"{names}{f'; {errors}' if r['errors'] else ''}")
             continue
         c = r["final"]["controller"]
         lost = len(r["losses"])
-        lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  leader {c['leader']} e{c['epoch']}  "
+        lines.append(f"  {r['scenario']:<{width}}  {r['protocol']:<7} {r['steps']:>6} steps  {_leader_text(c['leader'], c['epoch'])}  "
                      f"{names}{f'; {lost} lost' if lost else ''}")
     q = quarantine_rows(output_dir)
-    lines.append(f"{len(q)} quarantined rows" + (":" if q else ""))
+    lines.append(f"{counted(len(q), 'quarantined row')}" + (":" if q else ""))
     for row in q[:20]:
         lines.append(f"  batch {row['batch_id']} {row['topic']}/{row['partition']} seq {row['seq']}: {row['reason']}")
     return "\n".join(lines)

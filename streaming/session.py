@@ -137,7 +137,39 @@ def build_spark(master: str | None = None, conf_path: str | Path | None = None, 
     conf["spark.ui.enabled"] = "true" if ui else "false"
     if remote is not None:
         return _connect_session(remote, conf)
-    return _classic_session(master, conf)
+    return _interrupts_held(lambda: _classic_session(master, conf))
+
+
+def _interrupts_held(start):
+    """``start()`` with Ctrl-C held back until it returns: pyspark interrupted while it starts the
+    JVM leaves that JVM running without this process, and interrupted in a py4j call it prints a
+    traceback.  A Ctrl-C meanwhile is said at once; the session, once up, is stopped and the
+    interrupt raised (``KeyboardInterrupt``: ``replemu: interrupted``)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    caught: list[int] = []
+
+    def hold(signum, frame) -> None:
+        if not caught:
+            print("replemu: interrupted; stopping as soon as Spark has started", file=sys.stderr, flush=True)
+        caught.append(signum)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        spark = start()
+    except Exception:
+        if caught:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+    if caught:
+        spark.stop()
+        raise KeyboardInterrupt
+    return spark
 
 
 # Extra options for the JVMs a session starts (the driver's and, on local-cluster or a cluster,

@@ -49,6 +49,37 @@ def test_a_python_error_in_the_job_is_told_with_its_file_and_line():
     assert "a bug in replemu" in failure.lines("kip320", "ck", "out", "LOG")[1]
 
 
+@pytest.mark.parametrize("clone", ["/home/me/replemu", "/srv/streaming/emulator", "/x/replemu/replemu", "/opt/a b/scenario_io"])
+def test_a_frame_of_ours_is_named_as_the_repository_names_it_whatever_the_clone_is_called(clone):
+    """Issue 46 item 1: a clone in a folder named like one of our packages (``replemu/`` most of
+    all) still names ``streaming/processor.py``, not ``replemu/streaming/processor.py``."""
+    from streaming.failures import own_path
+
+    for rel in ("streaming/processor.py", "replemu/cli.py", "emulator/partition.py", "scenario_io/loader.py"):
+        assert own_path(f"{clone}/{rel}") == rel
+    assert own_path("/usr/lib/python3/site-packages/pyspark/sql/streaming/query.py") is None  # pyspark's, not ours
+    assert own_path("/usr/lib/python3.11/json/decoder.py") is None
+
+
+def test_a_python_error_in_a_clone_named_replemu_is_told_with_the_repository_path(tmp_path):
+    """The end-to-end check of issue 46 item 1: the sources copied into a folder named ``replemu``
+    (as ``git clone …/replemu`` makes), the job's Python error names ``streaming/processor.py``."""
+    clone = tmp_path / "replemu"
+    for package in ("emulator", "streaming", "scenario_io", "expectations", "replemu"):
+        shutil.copytree(ROOT / package, clone / package, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    probe = ("from streaming.processor import process_batch\n"
+             "from streaming.state_codec import empty_state\n"
+             "from streaming.failures import explain\n"
+             "try:\n"
+             "    process_batch('t', 0, [], {**empty_state('kip320'), 'waiting': b'not json'}, 'kip320')\n"
+             "except Exception as e:\n"
+             "    print(explain(e).path)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=clone, capture_output=True, text=True,
+                          env={**env_without_java(), "PYTHONPATH": str(clone)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("streaming/processor.py:") and done.stdout.strip().endswith("in process_batch")
+
+
 def test_the_log_rotates_and_keeps_every_line(tmp_path):
     log = LogFile(tmp_path / "logs" / "replemu.log", max_bytes=1000, backups=3)
     lines = [f"line {i:04d} " + "x" * 40 + "\n" for i in range(60)]  # ~3,100 bytes: three rotations

@@ -134,3 +134,90 @@ def test_no_bundled_scenario_has_a_kraft_verdict_from_a_forced_step(path):
                              capture_output=True, text=True, cwd=ROOT)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "UniqueLeaderPerEpoch" not in out.stdout
+
+
+ZK_ERA = {"name": "zk-era", "replicas": [1, 2], "steps": [
+    {"elect": {"leader": 1, "epoch": 0, "isr": [1, 2]}}, {"produce": {"value": "a"}},
+    {"elect": {"leader": 2, "epoch": 1, "isr": [2]}}, {"fetch": {"replica": 1}}]}
+
+
+def _zk_era_file(tmp_path, expect=None) -> Path:
+    path = tmp_path / "zk-era.yaml"
+    path.write_text(yaml.safe_dump({**ZK_ERA, **({"expect": expect} if expect else {})}))
+    return path
+
+
+def test_a_zookeeper_era_file_under_every_variant_is_not_expressible_under_kraft_only(tmp_path, capsys):
+    """Issue 46 item 2: a forced election (epoch, ISR) is one KRaft variant's answer, "not
+    expressible" with the step and why, beside the ZooKeeper variants' verdicts; exit 0."""
+    import json
+
+    from emulator import VARIANT_NAMES
+    from emulator.result import check_result_document
+    from replemu.cli import main
+
+    path = _zk_era_file(tmp_path)
+    assert main(["run", str(path), "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert [r["protocol"] for r in results] == list(VARIANT_NAMES)
+    for r in results:
+        if r["protocol"] in KRAFT:
+            assert r["not_expressible"]["step"] == 3 and r["not_expressible"]["description"] == "elect(2, e1, isr=[2])"
+            assert "only the partition's creation may set" in r["not_expressible"]["reason"]
+            assert not {"final", "violations", "losses"} & set(r)  # no verdict from a step it cannot take
+        else:
+            assert "not_expressible" not in r and r["final"]["controller"]["leader"] == 2
+    assert len(check_result_document(results, "zk.json")) == len(VARIANT_NAMES)  # export and dashboard read it
+    (tmp_path / "zk.json").write_text(json.dumps(results))
+    assert main(["export", str(tmp_path / "zk.json"), "--to", str(tmp_path / "logs")]) == 0
+    assert "skipped zk-era under kip903: not expressible under kip903: step 3" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [f"zk-era-{p}" for p in VARIANT_NAMES if p not in KRAFT]
+    assert main(["dashboard", str(tmp_path / "zk.json"), "--output", str(tmp_path / "dash")]) == 0
+    assert (tmp_path / "dash" / "dashboard.html").is_file()
+    capsys.readouterr()
+
+    assert main(["run", str(path), "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict zk-era / kip903: not expressible under kip903: step 3 (elect(2, e1, isr=[2]))" in out
+    assert "verdict zk-era / kip320: no invariant violated" in out
+    lines = out.splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("scenario ")))
+    assert lines[header].split()[-2:] == KRAFT  # the matrix: the KRaft variants' cells last
+    assert lines[header + 2].startswith("zk-era ") and lines[header + 2].endswith("not expressible  not expressible")
+    assert lines[header + 3].split() == ["(step", "3)", "(step", "3)"]
+
+
+def test_check_judges_the_variants_the_expect_block_names(tmp_path, capsys):
+    from replemu.cli import main
+
+    zk_only = _zk_era_file(tmp_path, {"kip320": {"violations": []}})
+    assert main(["run", str(zk_only), "--check"]) == 0
+    assert "--protocol kip903: no expectation" in capsys.readouterr().out
+    named = _zk_era_file(tmp_path, {"kip320": {"violations": []}, "kip903": {"violations": []}})
+    assert main(["run", str(named), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "--protocol kip903: DISAGREES" in out and "  - not expressible under kip903: step 3" in out
+
+
+def test_a_file_no_variant_asked_for_can_replay_is_still_refused(tmp_path, capsys):
+    from replemu.cli import main
+
+    path = _zk_era_file(tmp_path)
+    assert main(["run", str(path), "--protocol", "kip966", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "step 3 (elect(2, e1, isr=[2])): not a step the kip966 controller can take" in captured.err
+
+
+def test_a_campaign_counts_a_partition_no_kraft_controller_can_replay_as_not_expressible(tmp_path):
+    """A campaign over scenarios with a forced election (the generated workloads draw none): under
+    kip903 such a partition counts as not expressible, never as a verdict; the others as before."""
+    from emulator import parse_scenario, run_scenario
+    from replemu.campaign import tally
+
+    docs = [ZK_ERA, {**ZK_ERA, "name": "kraft-ok", "steps": ZK_ERA["steps"][:2]}]
+    scenarios = [parse_scenario(d) for d in docs]
+    report = tally(((k, run_scenario(s, "kip903", refusal_as_result=True)) for k, s in enumerate(scenarios)), "kip903",
+                   docs.__getitem__, tmp_path, 1, "mixed")
+    assert report["partitions"] == 2 and report["not_expressible"] == 1 and report["steps"] == 2
+    zk = tally(((k, run_scenario(s, "kip320")) for k, s in enumerate(scenarios)), "kip320", docs.__getitem__, tmp_path, 1, "mixed")
+    assert "not_expressible" not in zk and zk["steps"] == 6

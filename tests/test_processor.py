@@ -210,9 +210,14 @@ def test_deep_scenarios_split_anywhere_and_compacted_read_back_as_replemu_run(tm
     try:
         expected = run_scenario(scenario, protocol)
     except StepRefused:
-        # `replemu run` refuses the file (a KRaft controller does not take a forced elect); the
-        # stream answers that step with the emulator's error row and goes on
+        # `replemu run` answers "not expressible" (a KRaft controller does not take a forced
+        # elect); the stream answers that step with the emulator's error row and goes on, and its
+        # result reads back as the same "not expressible" answer
         assert any(e["error"] == REFUSED for rows in feed.calls for e in of_kind(rows, "errors"))
+        got = results_of(feed.calls, tmp_path_factory.mktemp("refused"), protocol)
+        want = run_scenario(scenario, protocol, refusal_as_result=True)["not_expressible"]
+        assert [(r["protocol"], r["not_expressible"]["step"], r["not_expressible"]["description"]) for r in got] == \
+            [(protocol, want["step"], want["description"])]
         return
     assert not any(e["error"] == "BELOW_COMPACTED_PREFIX" for rows in feed.calls for e in of_kind(rows, "errors"))
     got = results_of(feed.calls, tmp_path_factory.mktemp("deep"), protocol)
@@ -223,6 +228,25 @@ def test_deep_scenarios_split_anywhere_and_compacted_read_back_as_replemu_run(tm
         replay.apply(step)
         replay.compact(compact_min_records)
     assert document_from_fields(feed.state["core"])["compacted_offset"] == replay.partition.compacted_offset
+
+
+def test_a_stream_of_a_zookeeper_era_scenario_reads_back_as_replemu_runs_answer_under_every_variant(tmp_path):
+    """Issue 46 item 2, for ``stream --protocol all``: under kip903/kip966 the partition's result
+    is "not expressible" at the forced election (no verdict from the steps after it), under the
+    ZooKeeper variants the verdict of ``replemu run``."""
+    scenario = parse_scenario({"name": "zk-era", "replicas": [1, 2], "steps": [
+        {"elect": {"leader": 1, "epoch": 0, "isr": [1, 2]}}, {"produce": {"value": "a"}},
+        {"elect": {"leader": 2, "epoch": 1, "isr": [2]}}, {"fetch": {"replica": 1}}]})
+    for protocol in VARIANT_NAMES:
+        feed = Feed(protocol)
+        feed(events_of(scenario))
+        got = results_of(feed.calls, tmp_path / protocol, protocol)
+        want = run_scenario(scenario, protocol, refusal_as_result=True)
+        if "not_expressible" in want:
+            assert [r["not_expressible"]["step"] for r in got] == [3] and "final" not in got[0]
+            assert got[0]["not_expressible"]["description"] == want["not_expressible"]["description"] == "elect(2, e1, isr=[2])"
+        else:
+            assert got == [want]
 
 
 def steady_scenario(records: int):

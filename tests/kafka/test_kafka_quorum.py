@@ -4,8 +4,8 @@ Each file translates one test of apache/kafka's ``raft/src/test/java/org/apache/
 quorum steps, with the same comment header as the partition translations (``test_kafka_regression``):
 ``# Kafka test: apache/kafka``, ``# path:``, ``# method:``, ``# tag:``, then the situation and which of
 Kafka's assertions became the ``expect`` block.  A file has an expect block for each quorum preset
-under which its steps can be taken and Kafka's assertion holds (a step a preset cannot take is
-refused, exit 2, so that file is left out of that preset's command).
+under which its steps can be taken and Kafka's assertion holds (a step a preset cannot take makes
+that preset's result "not expressible", never a verdict, so that file is left out of that preset's command).
 
 The suite is replayed as a user would: ONE ``replemu run FILE... --protocol P --check --summary``
 per preset that some file expects, from the repository root; every (file, preset) must print
