@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how long a partition waits for a missing sequence number before reporting it")
     stream.add_argument("--compact-min-records", type=_positive, default=None, metavar="N",
                         help="compact a partition's unchangeable log prefix after a step once it holds N records beyond the "
-                             "last compaction (default 256: the state keeps a window, the outputs keep the history)")
+                             "last compaction (default 256, with --workload 64: the state keeps a window, the outputs keep the history)")
     stream.add_argument("--state-store", choices=("hdfs", "rocksdb"), default=None,
                         help="Spark's state store provider, fixed when the checkpoint is created (default: Spark's, hdfs)")
     stream.add_argument("--allow-change", action="append", default=[], metavar="FIELD",

@@ -85,6 +85,10 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     # A processing-time timeout makes Spark schedule another (empty) batch forever, so an
     # available-now or once run, which must end when the input is drained, runs without one;
     # partitions still waiting for a sequence number are then reported from the state store.
+    if workload is not None and compact_min_records is None:
+        from streaming.processor import WORKLOAD_COMPACT_MIN_RECORDS
+
+        compact_min_records = WORKLOAD_COMPACT_MIN_RECORDS
     outputs = (replicate if rows else payloads)(events, protocol, knobs, None if trigger.drains else gap_timeout_ms,
                                                 compact_min_records)
     from streaming.compaction import CompactionPolicy

@@ -304,6 +304,11 @@ def parse_header(args_json: str):
 # micro-batches. Scenario-sized partitions stay below it, so even an explicit flush to an early
 # offset (clamped at a compacted prefix, BELOW_COMPACTED_PREFIX) replays as ``replemu run`` does.
 COMPACT_MIN_RECORDS = 256
+# A workload stream's default (``--workload``): generated steps never name an offset (no flush
+# to an offset, which a compacted prefix would clamp), so an endless generated partition keeps a
+# smaller window: a quarter of the state and a micro-batch cost that stops growing within a few
+# batches instead of ~30 (a partition's window grows until the first compaction).
+WORKLOAD_COMPACT_MIN_RECORDS = 64
 
 
 def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any] | None, protocol: str,
