@@ -111,9 +111,18 @@ def effective_variant(protocol: str, config: Config, knobs: dict[str, Any] | Non
     return variant_named(protocol).with_knobs(dict(config.knobs)).with_knobs(knobs or {})
 
 
+PROGRESS_EVERY = 100_000  # steps between two calls of run_scenario's ``progress``
+
+
 def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare=None,
-                 knobs: dict[str, Any] | None = None, judging: Judging = Judging.INCREMENTAL) -> dict[str, Any]:
+                 knobs: dict[str, Any] | None = None, judging: Judging = Judging.INCREMENTAL,
+                 trace_logs: bool = True, progress=None) -> dict[str, Any]:
     """Replay every step of ``scenario`` under ``protocol`` (plus knobs); return the result object.
+
+    ``trace``: the result has a ``trace`` (every step's outcome and state); ``trace_logs=False``
+    leaves the replicas' logs out of its states (what a step table needs: its memory grows with
+    the steps, not with the steps times the logs).  ``progress(steps_done, steps)``, when given,
+    is called every ``PROGRESS_EVERY`` steps.
 
     Raises ``ScenarioError`` (the file, the step, why) at a step the variant's controller cannot
     take (``kraft.REFUSED``): no verdict comes from such a step.
@@ -126,8 +135,11 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
     if prepare is not None:
         prepare(replay)
     steps_trace = []
-    for step in scenario.steps:
+    total = len(scenario.steps)
+    for done, step in enumerate(scenario.steps, start=1):
         report = replay.apply(step)
+        if progress is not None and done % PROGRESS_EVERY == 0 and done < total:
+            progress(done, total)
         if any(e["error"] == REFUSED for e in report.errors):
             reason = next((e.get("reason") for e in report.events if e["event"] == "StepRefused"), "")
             raise StepRefused(f"{scenario.source}: step {report.step} ({describe_step(step)}): "
@@ -138,7 +150,7 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
                 "event": step_to_dict(step),
                 "description": describe_step(step),
                 "outcome": {"errors": report.errors, "events": report.events, "violations": report.violations},
-                **state_snapshot(replay.partition),
+                **state_snapshot(replay.partition, with_logs=trace_logs),
             })
     final_violations = replay.finish()
     if trace and steps_trace:

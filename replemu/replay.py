@@ -16,17 +16,61 @@ import sys
 from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
 from emulator.quorum_run import QuorumScenario, run_quorum_scenario
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-from scenario_io.yaml_files import load_any_scenario
+from scenario_io.yaml_files import MAX_FILE_BYTES, load_any_scenario
 
 from . import report
 from .cli_common import EXIT_CHECK_FAILED, EXIT_OK, fail, output_problem
 
+# What one run may be asked for (docs/run.md, "Long scenarios"): a step-by-step output keeps every
+# step's state until it is printed, so its memory grows with the steps (the table) or with the
+# steps times the logs (--trace, whose states carry the logs); verdicts alone have no such bound.
+MAX_TRACED_STEPS = 5_000  # --trace, --check of an ``at_step`` expectation, a quorum's step table
+MAX_TABLE_STEPS = 100_000  # the human step table of a partition scenario
+ANNOUNCE_BYTES = 4 << 20  # a file this large is announced on stderr before it is read
+
+
+def _progress(source: str, protocol: str):
+    def report(done: int, total: int) -> None:
+        print(f"replemu: {source} under {protocol}: step {done:,} of {total:,}", file=sys.stderr, flush=True)
+    return report
+
+
+def _length_problem(scenario, args: argparse.Namespace, quorum: bool) -> str | None:
+    """Why the output asked of ``scenario`` would not fit a run's memory; None when it would."""
+    n = len(scenario.steps)
+    fix = "--summary and --json (without --trace) replay any length"
+    if args.trace and n > MAX_TRACED_STEPS:
+        return (f"{scenario.source}: {n:,} steps; --trace (every step's state with its logs) is limited to "
+                f"{MAX_TRACED_STEPS:,} steps ({fix})")
+    if args.check and n > MAX_TRACED_STEPS and any("at_step" in (e or {}) for e in scenario.expect.values()):
+        return (f"{scenario.source}: {n:,} steps; an at_step expectation (every step's state with its logs) is "
+                f"limited to {MAX_TRACED_STEPS:,} steps")
+    limit = MAX_TRACED_STEPS if quorum else MAX_TABLE_STEPS
+    if not args.json and not args.summary and n > limit:
+        return (f"{scenario.source}: {n:,} steps; the step-by-step table is limited to {limit:,} steps "
+                f"(use --summary for the verdicts, or --json)")
+    return None
+
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    loaded = []
     try:
-        loaded = [load_any_scenario(path) for path in args.files]  # validate everything first
+        for path in args.files:  # validate everything first
+            size = Path(path).stat().st_size if Path(path).is_file() else 0
+            size = size if size <= MAX_FILE_BYTES else 0  # (refused at once, unannounced)
+            if size >= ANNOUNCE_BYTES:
+                print(f"replemu: reading {path} ({size / 1e6:,.1f} MB)", file=sys.stderr, flush=True)
+            loaded.append(load_any_scenario(path))
+            if size >= ANNOUNCE_BYTES:
+                print(f"replemu: {path}: {len(loaded[-1].steps):,} steps", file=sys.stderr, flush=True)
     except ScenarioError as exc:
         return fail(f"replemu: invalid scenario: {exc}")
+    for s in loaded:
+        problem = _length_problem(s, args, isinstance(s, QuorumScenario))
+        if problem:
+            return fail(f"replemu: error: {problem}")
     quorum = [s for s in loaded if isinstance(s, QuorumScenario)]
     if quorum:
         if len(quorum) != len(loaded):
@@ -65,7 +109,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
             try:
                 result = run_scenario(scenario, protocol, trace=args.trace or wants_trace or (human and not args.summary),
-                                      prepare=files, knobs=args.knobs)
+                                      prepare=files, knobs=args.knobs, trace_logs=args.trace or wants_trace,
+                                      progress=_progress(scenario.source, protocol))
             except ScenarioError as exc:  # a step this variant's controller cannot take
                 return fail(f"replemu: refused scenario: {exc}")
             if human:

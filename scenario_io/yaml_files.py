@@ -23,6 +23,11 @@ from emulator.steps import step_to_dict
 
 MAX_DEPTH = 32  # a scenario file nests ~8 levels (expect.<variant>.at_step.<n>.replicas.<id>.log.<record>)
 MAX_ALIAS_EXPANSION = 10_000  # values an alias may stand for, summed over a document's aliases
+# Size: what a file may cost to decode (docs/scenario-format.md).  A decoded value (scalar, list,
+# map) takes ~100 bytes; a node of GuardedLoader's tree ~400 (the node, two marks, its value).
+MAX_FILE_BYTES = 64 << 20  # refused before reading: ~2,000,000 steps of a generated workload
+MAX_VALUES = 12_000_000  # values of one document: ~1.2 GiB decoded (a 1,000,000-step workload has ~7.9 million)
+MAX_GUARDED_NODES = 3_000_000  # nodes of a document GuardedLoader composes (anchors, tags, merge keys)
 
 
 class _Refused(yaml.YAMLError):
@@ -65,6 +70,7 @@ class GuardedLoader(*_BASES):
     def __init__(self, stream) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0
         self._sizes: dict[int, int] = {}  # id(node) -> values it stands for, once composed
         self._expanded = 0
 
@@ -83,6 +89,11 @@ class GuardedLoader(*_BASES):
         self._depth += 1
         if self._depth > MAX_DEPTH:
             raise _Refused(self.peek_event().start_mark, f"nested deeper than {MAX_DEPTH} levels")
+        self._nodes += 1
+        if self._nodes > MAX_GUARDED_NODES:
+            raise _Refused(self.peek_event().start_mark, f"more than {MAX_GUARDED_NODES:,} values in a file that uses "
+                                                          "anchors, aliases, tags or merge keys (the limit without them: "
+                                                          f"{MAX_VALUES:,})")
         node = super().compose_node(parent, index)
         self._depth -= 1
         if isinstance(node, ScalarNode):
@@ -142,6 +153,7 @@ def _load_plain(text: str) -> Any:
     ends = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
     nothing = object()
     known: dict[str, Any] = {}  # plain scalar -> its value, for immutable values
+    values = 0
     # open collections: [container, is_mapping, pending key (nothing when none)]
     stack: list[list[Any]] = []
     get = parser.get_event
@@ -153,6 +165,10 @@ def _load_plain(text: str) -> Any:
         while True:
             event = get()
             kind = event.__class__
+            if kind is scalar_event or kind in starts:
+                values += 1
+                if values > MAX_VALUES:
+                    raise _Refused(event.start_mark, f"more than {MAX_VALUES:,} values (scalars, lists, maps) in one file")
             if kind is scalar_event:
                 if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
                     raise _Unusual("anchor, tag or depth")
@@ -249,6 +265,10 @@ def read_yaml(path: str | Path, what: str = "file") -> Any:
     """Decode a YAML file; errors name the file (and line) and raise ``ScenarioError``."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES and path.is_file():
+            raise ScenarioError(f"{path}: {size:,} bytes; a {what} may have at most {MAX_FILE_BYTES:,} "
+                                f"({MAX_FILE_BYTES >> 20} MiB: the memory a replay needs grows with it)")
         text = path.read_text(encoding="utf-8")
     except IsADirectoryError:
         raise ScenarioError(f"{path}: is a directory, not a {what}") from None

@@ -55,17 +55,17 @@ def write_scenario(path: Path, steps: int, seed: int) -> int:
     return path.stat().st_size
 
 
-def measure(argv: list[str]) -> tuple[int, float, float, str, str]:
-    """Run ``argv`` in a child; (exit status, seconds, peak RSS MiB, stdout, stderr)."""
+def measure(argv: list[str]) -> tuple[int, float, float, float, str, str]:
+    """Run ``argv`` in a child; (exit status, wall seconds, CPU seconds, peak RSS MiB, stdout, stderr)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, the largest child so far
-    if peak <= before:  # an earlier, larger child: the figure is an upper bound
-        peak = before
-    return proc.returncode, seconds, peak / 1024, proc.stdout, proc.stderr
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    # ru_maxrss of the children is the largest child's so far (KiB): this child's unless an earlier one was larger
+    return proc.returncode, seconds, cpu, after.ru_maxrss / 1024, proc.stdout, proc.stderr
 
 
 def core_build() -> str:
@@ -80,6 +80,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--protocol", default="kip320")
     ap.add_argument("--keep", type=Path, help="write the scenario here and keep it (default: a temporary file)")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: replay the file already there instead of writing it")
     ap.add_argument("--json", action="store_true", help="also measure `replemu run FILE --json`")
     ap.add_argument("--max-seconds", type=float, default=120.0)
     ap.add_argument("--max-rss-mib", type=float, default=2048.0)
@@ -88,19 +89,22 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or Path(tmp) / f"big-{args.steps}.yaml"
-        t0 = time.perf_counter()
-        size = write_scenario(path, args.steps, args.seed)
-        print(f"wrote {path}: {args.steps:,} steps, {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", flush=True)
+        if args.reuse and args.keep and path.is_file():
+            print(f"replaying {path} as it is: {path.stat().st_size / 1e6:.1f} MB", flush=True)
+        else:
+            t0 = time.perf_counter()
+            size = write_scenario(path, args.steps, args.seed)
+            print(f"wrote {path}: {args.steps:,} steps, {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", flush=True)
         print(f"core: {core_build()}; python {sys.version.split()[0]}", flush=True)
         modes = [["--summary"]] + ([["--json"]] if args.json else [])
         ok = True
         for mode in modes:
             argv = [sys.executable, "-m", "replemu", "run", str(path), "--protocol", args.protocol, *mode]
-            status, seconds, rss, out, err = measure(argv)
+            status, seconds, cpu, rss, out, err = measure(argv)
             met = seconds <= args.max_seconds and rss <= args.max_rss_mib
             ok = ok and met and status in (0, 1)
             shown = out.strip().splitlines()[-1][:200] if out.strip() else ""
-            print(f"replemu run {' '.join(mode)}: exit {status}, {seconds:.1f} s, peak RSS {rss:,.0f} MiB "
+            print(f"replemu run {' '.join(mode)}: exit {status}, {seconds:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:,.0f} MiB "
                   f"[{'PASS' if met else 'MISS'}: <= {args.max_seconds:.0f} s, <= {args.max_rss_mib:,.0f} MiB]", flush=True)
             if mode == ["--summary"]:
                 print(f"  stdout: {out.strip()[:400]}")
