@@ -78,7 +78,8 @@ async function refreshServed() {
     fresh.forEach(b => byId.set(b.batch_id, b));
     r.batches = [...byId.values()].sort((a, b) => a.batch_id - b.batch_id);
     Object.assign(r, {name: overview.name, protocol: overview.protocol, partitions: overview.partitions, matrix: overview.matrix,
-                      counts: overview.counts, docs_index: overview.docs_index, quarantined: overview.quarantined, source: overview.source});
+                      counts: overview.counts, findings: overview.findings, docs_index: overview.docs_index, quarantined: overview.quarantined,
+                      source: overview.source});
     r.sigs = Object.fromEntries(st.batches);
     r.version = st.version;
     changed.push(r.id);
