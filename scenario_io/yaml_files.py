@@ -91,9 +91,9 @@ class GuardedLoader(*_BASES):
             raise _Refused(self.peek_event().start_mark, f"nested deeper than {MAX_DEPTH} levels")
         self._nodes += 1
         if self._nodes > MAX_GUARDED_NODES:
-            raise _Refused(self.peek_event().start_mark, f"more than {MAX_GUARDED_NODES:,} values in a file that uses "
-                                                          "anchors, aliases, tags or merge keys (the limit without them: "
-                                                          f"{MAX_VALUES:,})")
+            raise _Refused(self.peek_event().start_mark, f"more than {MAX_GUARDED_NODES:,} values in a file the guarded "
+                                                          "loader reads (anchors, aliases, tags, merge keys, a key given "
+                                                          f"twice, more than one document; otherwise the limit is {MAX_VALUES:,})")
         node = super().compose_node(parent, index)
         self._depth -= 1
         if isinstance(node, ScalarNode):

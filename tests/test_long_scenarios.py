@@ -90,6 +90,11 @@ def test_a_document_beyond_the_value_limit_is_refused_naming_it(monkeypatch):
     monkeypatch.setattr(yaml_files, "MAX_VALUES", 50)
     with pytest.raises(yaml_files.ScenarioError, match=r"^x.yaml: invalid YAML: line 11, column 10: more than 50 values \(scalars, lists, maps\) in one file$"):
         parse_yaml_text("steps:\n" + "".join(f"- fetch: {{replica: {i}}}\n" for i in range(40)), "x.yaml")
+    # an anchor takes the guarded loader, whose node tree has its own, lower limit
+    monkeypatch.setattr(yaml_files, "MAX_GUARDED_NODES", 20)
+    with pytest.raises(yaml_files.ScenarioError, match=r"^x.yaml: invalid YAML: line 2, column 47: more than 20 values in a "
+                                                       r"file the guarded loader reads \(anchors, aliases"):
+        parse_yaml_text("a: &x [1]\nb: [" + ", ".join(["2"] * 30) + "]\n", "x.yaml")
 
 
 def test_step_by_step_outputs_beyond_their_limits_are_refused_at_once_and_verdicts_are_not(tmp_path):
