@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ._build import mypyc_attr
+from .bounds import PROGRESS_EVERY
 from .checker import Checker, Judging, input_values
 from .config import Config
 from .effects import Effect
@@ -109,9 +110,6 @@ def effective_variant(protocol: str, config: Config, knobs: dict[str, Any] | Non
     """The variant a run uses: the preset of ``protocol``, then the partition's ``config.knobs``,
     then the run's own ``knobs`` (``--knob``), which win."""
     return variant_named(protocol).with_knobs(dict(config.knobs)).with_knobs(knobs or {})
-
-
-PROGRESS_EVERY = 100_000  # steps between two calls of run_scenario's ``progress``
 
 
 def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare=None,

@@ -163,7 +163,7 @@ def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> in
         for protocol in protocols:
             try:
                 result = run_quorum_scenario(scenario, protocol, trace=args.trace or (human and not args.summary),
-                                             knobs=args.quorum_knobs)
+                                             knobs=args.quorum_knobs, progress=_progress(scenario.source, protocol))
             except StepRefused as exc:
                 return fail(f"replemu: refused scenario: {exc}")
             if human:
