@@ -15,6 +15,9 @@ QUOTE_LIMIT = 80
 # Replicas of one partition: Kafka's replication factors are single digits; the emulator's steps
 # cost grows with the square of the replicas, so a file may not ask for thousands.
 MAX_REPLICAS = 64
+# Steps between two calls of a replay's ``progress`` (run_scenario, run_quorum_scenario): a long
+# scenario's replay says how far it is, a short one says nothing.
+PROGRESS_EVERY = 100_000
 
 
 def short_repr(value: Any, limit: int = QUOTE_LIMIT) -> str:

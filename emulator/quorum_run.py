@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bounds import MAX_REPLICAS, short_repr
+from .bounds import MAX_REPLICAS, PROGRESS_EVERY, short_repr
 from .quorum import Quorum
 from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
 from .quorum_state import ControlType, QuorumRecord, QuorumRole, Server
@@ -208,11 +208,14 @@ def quorum_snapshot(q: Quorum, with_logs: bool = True, with_control: bool = Fals
 
 
 def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = False,
-                        knobs: dict[str, Any] | None = None, refusal_as_result: bool = False) -> dict[str, Any]:
+                        knobs: dict[str, Any] | None = None, refusal_as_result: bool = False,
+                        progress=None) -> dict[str, Any]:
     """Replay ``scenario`` under the quorum preset ``protocol`` (its knobs, then the scenario's, then
     ``knobs``); the result is ``docs/quorum.md``'s result document. ``StepRefused`` names the step;
     with ``refusal_as_result`` the answer is the variant's "not expressible" result instead
-    (``emulator.result.not_expressible_result``)."""
+    (``emulator.result.not_expressible_result``). ``progress(steps_done, steps)``, when given, is
+    called every ``PROGRESS_EVERY`` steps (as ``run_scenario``'s)."""
+
     variant: QuorumVariant = quorum_variant_named(protocol, {**scenario.knobs, **(knobs or {})})
     q = Quorum(scenario.voters, scenario.observers, variant)
     checker = QuorumChecker()
@@ -220,6 +223,7 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
     seen: set[str] = set()
     errors: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
+    total = len(scenario.steps)
     for number, step in enumerate(scenario.steps, 1):
         try:
             outcome = q.apply(step)
@@ -229,6 +233,8 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
                                               family="quorum")
             raise StepRefused(f"{scenario.source}: step {number} ({describe_quorum_step(step)}): refused under "
                               f"{protocol}: {e}") from None
+        if progress is not None and number % PROGRESS_EVERY == 0 and number < total:
+            progress(number, total)
         found = checker.observe(q, outcome)
         errors += [{"step": number, **e} for e in outcome.errors]
         fresh = []

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ._build import mypyc_attr
+from .bounds import PROGRESS_EVERY
 from .checker import Checker, Judging, input_values
 from .config import Config
 from .effects import Effect
@@ -113,8 +114,13 @@ def effective_variant(protocol: str, config: Config, knobs: dict[str, Any] | Non
 
 def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare=None,
                  knobs: dict[str, Any] | None = None, judging: Judging = Judging.INCREMENTAL,
-                 refusal_as_result: bool = False) -> dict[str, Any]:
+                 refusal_as_result: bool = False, trace_logs: bool = True, progress=None) -> dict[str, Any]:
     """Replay every step of ``scenario`` under ``protocol`` (plus knobs); return the result object.
+
+    ``trace``: the result has a ``trace`` (every step's outcome and state); ``trace_logs=False``
+    leaves the replicas' logs out of its states (what a step table needs: its memory grows with
+    the steps, not with the steps times the logs).  ``progress(steps_done, steps)``, when given,
+    is called every ``PROGRESS_EVERY`` steps.
 
     Raises ``StepRefused`` (the file, the step, why) at a step the variant's controller cannot
     take (``kraft.REFUSED``): no verdict comes from such a step.  With ``refusal_as_result`` the
@@ -129,8 +135,11 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
     if prepare is not None:
         prepare(replay)
     steps_trace = []
-    for step in scenario.steps:
+    total = len(scenario.steps)
+    for done, step in enumerate(scenario.steps, start=1):
         report = replay.apply(step)
+        if progress is not None and done % PROGRESS_EVERY == 0 and done < total:
+            progress(done, total)
         if any(e["error"] == REFUSED for e in report.errors):
             reason = next((e.get("reason") for e in report.events if e["event"] == "StepRefused"), "")
             if refusal_as_result:
@@ -143,7 +152,7 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
                 "event": step_to_dict(step),
                 "description": describe_step(step),
                 "outcome": {"errors": report.errors, "events": report.events, "violations": report.violations},
-                **state_snapshot(replay.partition),
+                **state_snapshot(replay.partition, with_logs=trace_logs),
             })
     final_violations = replay.finish()
     if trace and steps_trace:

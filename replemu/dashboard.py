@@ -203,7 +203,8 @@ def _quorum_entry(r: dict[str, Any]) -> dict[str, Any]:
 def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:
     violated = sorted({v["invariant"] for v in entry["violations"]})
     lost = len(entry["losses"])
-    return {"violated": violated, "lost": lost, "quarantined": quarantined, "error_answers": len(entry.get("errors") or []),
+    return {"violated": violated, "lost": lost, "lost_allowed": sum(1 for loss in entry["losses"] if loss.get("allowed")),
+            "quarantined": quarantined, "error_answers": len(entry.get("errors") or []),
             "status": partition_status(violated, lost, quarantined),
             "first": {name: min(v["step"] for v in entry["violations"] if v["invariant"] == name) for name in violated}}
 
@@ -255,7 +256,8 @@ def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
         run = runs.setdefault(r["protocol"], {
             "id": f"f{index}-{r['protocol']}", "name": f"{path.name} {r['protocol']}{_knobs_note(r.get('knobs'))}",
             "protocol": r["protocol"], "family": family, "invariants": names,
-            "source": str(path), "partitions": [], "batches": [], "docs_index": None, "quarantined": 0})
+            "source": str(path), "partitions": [], "batches": [], "docs_index": None, "quarantined": 0,
+            "results": True})  # a run's results: one entry per scenario, shown by its name
         if quorum is not None:
             entry = _quorum_entry(r)
         else:
@@ -269,6 +271,7 @@ def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
     for run in out:
         run["matrix"] = _matrix_from_entries(run["partitions"], names)
         run["counts"] = _status_counts(run["partitions"])
+        run["findings"] = _finding_counts(run["partitions"])
     return out
 
 
@@ -287,6 +290,15 @@ def _status_counts(entries: list[dict]) -> dict[str, int]:
     for e in entries:
         counts[e["status"]] += 1
     return counts
+
+
+def _finding_counts(entries: list[dict]) -> dict[str, int]:
+    """What the statuses hide, a status naming only a partition's gravest finding: the partitions
+    that broke an invariant (also those that lost data), that lost data, and that lost only
+    records a fault the model permits to lose (an unclean election, a power loss)."""
+    return {"violated": sum(1 for e in entries if e["violated"]),
+            "lost data": sum(1 for e in entries if e["lost"]),
+            "lost data, allowed only": sum(1 for e in entries if e["lost"] and e.get("lost_allowed") == e["lost"])}
 
 
 # -- stream outputs ---------------------------------------------------------------------------
@@ -536,7 +548,8 @@ class RunReader:
         listing = self.listing()
         progress = self.progress()
         known = self._batch_ids(listing, progress)
-        wanted = known if ids is None else [b for b in ids if b in set(known)]
+        wanted = known if ids is None else sorted(set(ids).intersection(known))  # each batch once
+        applied = self._steps_applied(known, listing)
         out = []
         for b in wanted:
             summary = self._batch_piece("summary", b, listing)
@@ -549,10 +562,25 @@ class RunReader:
                       for v in self._batch_piece("validations", b, listing)]
             p = progress.get(b, {})
             out.append({"batch_id": b, "landed": b in progress, "timestamp": p.get("timestamp"),
-                        "input_rows": p.get("input_rows"), "duration_s": p.get("duration_s"), "state_bytes": p.get("state_bytes"),
+                        "input_rows": p.get("input_rows"), "steps": applied.get(b, 0),
+                        "duration_s": p.get("duration_s"), "state_bytes": p.get("state_bytes"),
                         "partitions": len(summary["latest"]), "violations": counts, "validations": checks,
                         "quarantined": sum(self._batch_piece("quarantine", b, listing).values())})
         return out
+
+    def _steps_applied(self, ids: list[int], listing: dict) -> dict[int, int]:
+        """Per batch, the steps (input events) it applied: each partition's step count in the
+        batch's summary less its count in the batch before that held it.  Spark's
+        ``numInputRows`` counts what its source read — files, for a file stream — not events."""
+        before: dict[tuple[str, int], int] = {}
+        applied: dict[int, int] = {}
+        for b in ids:  # ascending: the step counts only grow
+            n = 0
+            for key, entry in self._batch_piece("summary", b, listing)["latest"].items():
+                n += max(entry[1] - before.get(key, 0), 0)
+                before[key] = entry[1]
+            applied[b] = n
+        return applied
 
     def overview(self) -> dict[str, Any]:
         """Every partition with its status (latest summary, losses, quarantined rows), the
@@ -567,6 +595,7 @@ class RunReader:
         latest: dict[tuple[str, int], tuple] = {}
         first: dict[str, tuple] = {}  # invariant -> (batch, step, topic, partition)
         lost: dict[tuple[str, int], int] = {}
+        lost_allowed: dict[tuple[str, int], int] = {}  # of them, losses a fault the model permits caused
         errors: dict[tuple[str, int], int] = {}
         quarantined: dict[tuple[str, int], int] = {}
         quarantined_total = 0
@@ -588,8 +617,9 @@ class RunReader:
                     first[v["invariant"]] = cand
                 known = steps_of.setdefault((v["topic"], v["partition"]), {})
                 known[v["invariant"]] = min(known.get(v["invariant"], v["at_step"]), v["at_step"])
-            for key, n in self._batch_piece("losses", b, listing).items():
+            for key, (n, n_allowed) in self._batch_piece("losses", b, listing).items():
                 lost[key] = lost.get(key, 0) + n
+                lost_allowed[key] = lost_allowed.get(key, 0) + n_allowed
             for key, n in self._batch_piece("errors", b, listing).items():
                 errors[key] = errors.get(key, 0) + n
             for key, n in self._batch_piece("quarantine", b, listing).items():
@@ -607,7 +637,8 @@ class RunReader:
                 per_invariant[name] = per_invariant.get(name, 0) + 1
             n_lost, n_q = lost.get(key, 0), quarantined.get(key, 0)
             partitions.append({"key": f"{key[0]}/{key[1]}", "topic": key[0], "partition": key[1], "scenario": scenario,
-                               "steps": steps, "violated": list(violated), "lost": n_lost, "quarantined": n_q,
+                               "steps": steps, "violated": list(violated), "lost": n_lost,
+                               "lost_allowed": lost_allowed.get(key, 0), "quarantined": n_q,
                                "error_answers": errors.get(key, 0), "status": partition_status(list(violated), n_lost, n_q),
                                "first": {n: s for n, s in steps_of.get(key, {}).items() if n in violated}})
         matrix = {}
@@ -622,7 +653,7 @@ class RunReader:
         meta = self.meta()
         result = {"id": self.run_id, "name": self.name(meta), "protocol": meta.get("protocol"), "source": str(self.out),
                   "version": status["version"], "batch_ids": ids, "partitions": partitions, "matrix": matrix,
-                  "counts": _status_counts(partitions), "quarantined": quarantined_total,
+                  "counts": _status_counts(partitions), "findings": _finding_counts(partitions), "quarantined": quarantined_total,
                   "docs_index": self.docs_href("index.html") if index.is_file() and inside(self.out, index) else None}
         dropped = _dropped_before(self.out)
         if dropped:  # --retain: these kinds' rows of micro-batches before the id were dropped
@@ -813,7 +844,7 @@ def log_ops_from_table(table) -> list[list]:
 _OVERVIEW_COLUMNS = {
     "summary": ["topic", "partition", "scenario", "steps", "violated", "final_findings"],
     "violations": ["topic", "partition", "at_step", "invariant"],
-    "losses": ["topic", "partition"],
+    "losses": ["topic", "partition", "allowed"],
     "errors": ["topic", "partition"],
     "quarantine": ["topic", "partition"],
     "validations": ["invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs"],
@@ -853,6 +884,16 @@ def _count_piece(rows: list[dict] | None) -> dict[tuple, int]:
     return counts
 
 
+def _loss_piece(rows: list[dict] | None) -> dict[tuple, tuple[int, int]]:
+    """Per partition: (records lost, of them allowed)."""
+    counts: dict[tuple, tuple[int, int]] = {}
+    for r in rows or ():
+        key = (r["topic"], r["partition"])
+        n, allowed = counts.get(key, (0, 0))
+        counts[key] = (n + 1, allowed + bool(r.get("allowed")))
+    return counts
+
+
 def _validations_piece(rows: list[dict] | None) -> list[dict]:
     out = []
     for v in rows or ():
@@ -863,7 +904,7 @@ def _validations_piece(rows: list[dict] | None) -> list[dict]:
     return out
 
 
-_PIECE_BUILDERS = {"summary": _summary_piece, "violations": _rows_piece, "losses": _count_piece, "errors": _count_piece,
+_PIECE_BUILDERS = {"summary": _summary_piece, "violations": _rows_piece, "losses": _loss_piece, "errors": _count_piece,
                    "quarantine": _count_piece, "validations": _validations_piece}
 _EMPTY_PIECE = {"summary": lambda: _summary_piece(None), "violations": list, "losses": dict, "errors": dict,
                 "quarantine": dict, "validations": list}

@@ -17,17 +17,61 @@ from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
 from emulator.quorum_run import QuorumScenario, run_quorum_scenario
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from emulator.result import not_expressible_text
-from scenario_io.yaml_files import load_any_scenario
+from scenario_io.yaml_files import MAX_FILE_BYTES, load_any_scenario
 
 from . import report
 from .cli_common import EXIT_CHECK_FAILED, EXIT_OK, fail, output_problem
 
+# What one run may be asked for (docs/run.md, "Long scenarios"): a step-by-step output keeps every
+# step's state until it is printed, so its memory grows with the steps (the table) or with the
+# steps times the logs (--trace, whose states carry the logs); verdicts alone have no such bound.
+MAX_TRACED_STEPS = 5_000  # --trace, --check of an ``at_step`` expectation, a quorum's step table
+MAX_TABLE_STEPS = 100_000  # the human step table of a partition scenario
+ANNOUNCE_BYTES = 4 << 20  # a file this large is announced on stderr before it is read
+
+
+def _progress(source: str, protocol: str):
+    def report(done: int, total: int) -> None:
+        print(f"replemu: {source} under {protocol}: step {done:,} of {total:,}", file=sys.stderr, flush=True)
+    return report
+
+
+def _length_problem(scenario, args: argparse.Namespace, quorum: bool) -> str | None:
+    """Why the output asked of ``scenario`` would not fit a run's memory; None when it would."""
+    n = len(scenario.steps)
+    fix = "--summary and --json (without --trace) replay any length"
+    if args.trace and n > MAX_TRACED_STEPS:
+        return (f"{scenario.source}: {n:,} steps; --trace (every step's state with its logs) is limited to "
+                f"{MAX_TRACED_STEPS:,} steps ({fix})")
+    if args.check and n > MAX_TRACED_STEPS and any("at_step" in (e or {}) for e in scenario.expect.values()):
+        return (f"{scenario.source}: {n:,} steps; an at_step expectation (every step's state with its logs) is "
+                f"limited to {MAX_TRACED_STEPS:,} steps")
+    limit = MAX_TRACED_STEPS if quorum else MAX_TABLE_STEPS
+    if not args.json and not args.summary and n > limit:
+        return (f"{scenario.source}: {n:,} steps; the step-by-step table is limited to {limit:,} steps "
+                f"(use --summary for the verdicts, or --json)")
+    return None
+
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    loaded = []
     try:
-        loaded = [load_any_scenario(path) for path in args.files]  # validate everything first
+        for path in args.files:  # validate everything first
+            size = Path(path).stat().st_size if Path(path).is_file() else 0
+            size = size if size <= MAX_FILE_BYTES else 0  # (refused at once, unannounced)
+            if size >= ANNOUNCE_BYTES:
+                print(f"replemu: reading {path} ({size / 1e6:,.1f} MB)", file=sys.stderr, flush=True)
+            loaded.append(load_any_scenario(path))
+            if size >= ANNOUNCE_BYTES:
+                print(f"replemu: {path}: {len(loaded[-1].steps):,} steps", file=sys.stderr, flush=True)
     except ScenarioError as exc:
         return fail(f"replemu: invalid scenario: {exc}")
+    for s in loaded:
+        problem = _length_problem(s, args, isinstance(s, QuorumScenario))
+        if problem:
+            return fail(f"replemu: error: {problem}")
     quorum = [s for s in loaded if isinstance(s, QuorumScenario)]
     if quorum:
         if len(quorum) != len(loaded):
@@ -62,28 +106,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     # A step one variant's controller cannot take (a ZooKeeper-era forced election under KRaft) is
     # that variant's answer, "not expressible", beside the others' verdicts; only a run where no
     # (file, variant) could be replayed at all is refused as a whole (exit 2).
-    runs = []
-    for scenario, files in zip(scenarios, initial):
-        for protocol in protocols:
-            wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
-            runs.append((scenario, protocol, run_scenario(
-                scenario, protocol, trace=args.trace or wants_trace or (not args.json and not args.summary),
-                prepare=files, knobs=args.knobs, refusal_as_result=True)))
-    return _report(runs, protocols, len(scenarios), args, PARTITION_RENDERERS, report.check_expectation,
+    def runs():
+        for scenario, files in zip(scenarios, initial):
+            for protocol in protocols:
+                wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
+                yield scenario, protocol, run_scenario(
+                    scenario, protocol, trace=args.trace or wants_trace or (not args.json and not args.summary),
+                    prepare=files, knobs=args.knobs, refusal_as_result=True, trace_logs=args.trace or wants_trace,
+                    progress=_progress(scenario.source, protocol))
+    return _report(runs(), protocols, len(scenarios), args, PARTITION_RENDERERS, report.check_expectation,
                    lambda p: f"not a step the {p} controller can take")
 
 
-def _report(runs: list, protocols: list[str], scenarios: int, args: argparse.Namespace, renderers, check, refused) -> int:
-    """Every (scenario, variant) result in order: its human output or JSON, ``--check``'s lines;
-    the exit status.  Nothing replayable at all (every result "not expressible") is a refusal, in
-    the words ``refused(protocol)`` of the family."""
-    if all("not_expressible" in result for _, _, result in runs):
-        scenario, protocol, result = runs[0]
-        n = result["not_expressible"]
-        return fail(f"replemu: refused scenario: {scenario.source}: step {n['step']} ({n['description']}): "
-                    f"{refused(protocol)}: {n['reason']}")
-    results, failures = [], []
-    for scenario, protocol, result in runs:
+def _report(runs, protocols: list[str], scenarios: int, args: argparse.Namespace, renderers, check, refused) -> int:
+    """Every (scenario, variant) result in order, each shown as it comes (its human output, its
+    ``--check`` lines; its step-by-step trace dropped once shown): the exit status.  Nothing
+    replayable at all (every result "not expressible") is a refusal, in the words
+    ``refused(protocol)`` of the family; so "not expressible" results are held back until a result
+    with a verdict comes, and then shown in their place."""
+    results, failures, held = [], [], []
+
+    def show(scenario, protocol: str, result: dict) -> None:
         if not args.json:
             _print_human(scenario, result, args.summary, renderers)
         if args.check and not _agrees(scenario, protocol, _problems(result, scenario.expect.get(protocol), check), args):
@@ -91,6 +134,20 @@ def _report(runs: list, protocols: list[str], scenarios: int, args: argparse.Nam
         if not args.trace:
             result.pop("trace", None)
         results.append(result)
+
+    for run in runs:
+        if not results and "not_expressible" in run[2]:
+            held.append(run)
+            continue
+        for earlier in held:
+            show(*earlier)
+        held.clear()
+        show(*run)
+    if not results:
+        scenario, protocol, result = held[0]
+        n = result["not_expressible"]
+        return fail(f"replemu: refused scenario: {scenario.source}: step {n['step']} ({n['description']}): "
+                    f"{refused(protocol)}: {n['reason']}")
     return _finish(results, protocols, scenarios, failures, args)
 
 
@@ -134,9 +191,10 @@ def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> in
     if args.from_dirs:
         return fail("replemu: error: --from-dirs reads partition replicas; a metadata-quorum scenario starts empty")
     protocols = list(QUORUM_VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    runs = [(scenario, protocol, run_quorum_scenario(scenario, protocol, trace=args.trace or (not args.json and not args.summary),
-                                                     knobs=args.quorum_knobs, refusal_as_result=True))
-            for scenario in scenarios for protocol in protocols]
+    runs = ((scenario, protocol, run_quorum_scenario(scenario, protocol, trace=args.trace or (not args.json and not args.summary),
+                                                     knobs=args.quorum_knobs, refusal_as_result=True,
+                                                     progress=_progress(scenario.source, protocol)))
+            for scenario in scenarios for protocol in protocols)
     return _report(runs, protocols, len(scenarios), args, QUORUM_RENDERERS, report.check_quorum_expectation,
                    lambda p: f"refused under {p}")
 

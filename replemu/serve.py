@@ -42,12 +42,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from emulator.bounds import short_repr
 from emulator.invariants import INVARIANT_NAMES
 
 from .cli_common import fail
 from .dashboard import STATUSES, RunReader, asset_text, inside, page_html, stream_run_dirs
 
 POLL_MS = 2000
+# What one request may ask for: a response's size follows the outputs, never the request's length
+# (``ids=1,1,1,...`` once returned a batch per listed id: 182 MB for a 60 KB request).
+MAX_BATCH_IDS = 1000  # ids listed in one /batches request (the page asks for every batch beyond it)
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 SERVED_ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
 PAGE_CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; "
@@ -165,7 +169,7 @@ def create_app(output_dir: str | Path, host: str = "127.0.0.1"):
     def reader_or_404(run_id: str) -> RunReader:
         reader = runs.get(run_id)
         if reader is None:
-            abort(error(404, f"no run {run_id!r} in this output directory"))
+            abort(error(404, f"no run {short_repr(run_id, 80)} in this output directory"))
         return reader
 
     def int_arg(name: str, low: int = -(2**63), high: int = 2**63 - 1) -> int:
@@ -194,7 +198,7 @@ def create_app(output_dir: str | Path, host: str = "127.0.0.1"):
     @app.get("/")
     def index() -> Response:
         boot = {"mode": "served", "invariants": list(INVARIANT_NAMES), "statuses": list(STATUSES), "poll_ms": POLL_MS,
-                "root": str(root)}
+                "root": str(root), "max_batch_ids": MAX_BATCH_IDS}
         response = Response(page_html(f"replemu serve: {root}", boot, inline=False), mimetype="text/html")
         response.headers["Cache-Control"] = "no-store"
         return response
@@ -232,8 +236,13 @@ def create_app(output_dir: str | Path, host: str = "127.0.0.1"):
         text = request.args.get("ids")
         ids = None
         if text:
+            listed = text.split(",", MAX_BATCH_IDS)
+            if len(listed) > MAX_BATCH_IDS:
+                abort(error(400, f"ids: at most {MAX_BATCH_IDS:,} batch ids in one request (without ids: every batch)"))
             try:
-                ids = [int(x) for x in text.split(",")[:100_000]]
+                if any(len(x) > 24 for x in listed):
+                    raise ValueError
+                ids = sorted({int(x) for x in listed})  # each batch once, in batch order
             except ValueError:
                 abort(error(400, "ids: give batch ids separated by commas"))
         return as_json(reader.batches(ids))
@@ -244,7 +253,7 @@ def create_app(output_dir: str | Path, host: str = "127.0.0.1"):
         topic, number = topic_arg(), int_arg("partition", -(2**31), 2**31 - 1)
         entry = reader.partition(topic, number)
         if entry is None:
-            return error(404, f"no partition {topic}/{number} in the outputs")
+            return error(404, f"no partition {short_repr(topic, 80)}/{number} in the outputs")
         return as_json(entry)
 
     @app.get("/api/runs/<run_id>/logs")
@@ -253,7 +262,7 @@ def create_app(output_dir: str | Path, host: str = "127.0.0.1"):
         topic, number, step = topic_arg(), int_arg("partition", -(2**31), 2**31 - 1), int_arg("step")
         found = reader.logs_at(topic, number, step)
         if found is None:
-            return error(404, f"no partition {topic}/{number} in the outputs")
+            return error(404, f"no partition {short_repr(topic, 80)}/{number} in the outputs")
         return as_json({"topic": topic, "partition": number, "step": step, "replicas": found})
 
     @app.get("/runs/<run_id>/data_docs/")

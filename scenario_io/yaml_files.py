@@ -23,6 +23,11 @@ from emulator.steps import step_to_dict
 
 MAX_DEPTH = 32  # a scenario file nests ~8 levels (expect.<variant>.at_step.<n>.replicas.<id>.log.<record>)
 MAX_ALIAS_EXPANSION = 10_000  # values an alias may stand for, summed over a document's aliases
+# Size: what a file may cost to decode (docs/scenario-format.md).  A decoded value (scalar, list,
+# map) takes ~100 bytes; a node of GuardedLoader's tree ~400 (the node, two marks, its value).
+MAX_FILE_BYTES = 64 << 20  # refused before reading: ~2,000,000 steps of a generated workload
+MAX_VALUES = 12_000_000  # values of one document: ~1.2 GiB decoded (a 1,000,000-step workload has ~7.9 million)
+MAX_GUARDED_NODES = 3_000_000  # nodes of a document GuardedLoader composes (anchors, tags, merge keys)
 
 
 class _Refused(yaml.YAMLError):
@@ -65,6 +70,7 @@ class GuardedLoader(*_BASES):
     def __init__(self, stream) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0
         self._sizes: dict[int, int] = {}  # id(node) -> values it stands for, once composed
         self._expanded = 0
 
@@ -83,6 +89,11 @@ class GuardedLoader(*_BASES):
         self._depth += 1
         if self._depth > MAX_DEPTH:
             raise _Refused(self.peek_event().start_mark, f"nested deeper than {MAX_DEPTH} levels")
+        self._nodes += 1
+        if self._nodes > MAX_GUARDED_NODES:
+            raise _Refused(self.peek_event().start_mark, f"more than {MAX_GUARDED_NODES:,} values in a file the guarded "
+                                                          "loader reads (anchors, aliases, tags, merge keys, a key given "
+                                                          f"twice, more than one document; otherwise the limit is {MAX_VALUES:,})")
         node = super().compose_node(parent, index)
         self._depth -= 1
         if isinstance(node, ScalarNode):
@@ -111,11 +122,124 @@ class GuardedLoader(*_BASES):
         return super().construct_mapping(node, deep=deep)
 
 
-def parse_yaml_text(text: str, source: str, what: str = "file") -> Any:
-    """Decode YAML text with ``GuardedLoader``; errors name ``source`` and the line, and raise ``ScenarioError``."""
-    loader = GuardedLoader(text)
+class _Unusual(Exception):
+    """Something ``_load_plain`` leaves to ``GuardedLoader`` (which then decodes the text from its start)."""
+
+
+_PLAIN_TAGS = frozenset("tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float", "str", "timestamp"))
+_STR_TAG = "tag:yaml.org,2002:str"
+_UNDECODED = object()
+
+
+def _load_plain(text: str) -> Any:
+    """The data of a YAML text of plain data — scalars of the safe loader's implicit types,
+    sequences, mappings with scalar keys met once, at most ``MAX_DEPTH`` levels, no tag, anchor
+    or alias, one document — built straight from libyaml's events: no node tree (a node and its
+    two marks per value of a 27 MB file are gigabytes), one pass in C and one loop in Python.
+
+    The same values as ``GuardedLoader``'s (the same resolver and constructors decide each
+    scalar); anything else raises ``_Unusual`` where the guarded loader, which gives the exact
+    value or error, takes over; the parser's own errors (the text is not YAML) propagate.
+    """
+    parser = yaml.cyaml.CParser(text)
+    resolver = yaml.resolver.Resolver()
+    if resolver.yaml_path_resolvers or None in resolver.yaml_implicit_resolvers:
+        parser.dispose()
+        raise _Unusual("path or wildcard resolvers")
+    constructor = yaml.constructor.SafeConstructor()
+    constructors, first_chars, resolve = constructor.yaml_constructors, resolver.yaml_implicit_resolvers, resolver.resolve
+    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+    starts = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+    ends = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    nothing = object()
+    known: dict[str, Any] = {}  # plain scalar -> its value, for immutable values
+    values = 0
+    # open collections: [container, is_mapping, pending key (nothing when none)]
+    stack: list[list[Any]] = []
+    get = parser.get_event
     try:
-        data = loader.get_single_data()
+        get()  # StreamStartEvent
+        if isinstance(get(), yaml.StreamEndEvent):
+            return None
+        root: Any = nothing
+        while True:
+            event = get()
+            kind = event.__class__
+            if kind is scalar_event or kind in starts:
+                values += 1
+                if values > MAX_VALUES:
+                    raise _Refused(event.start_mark, f"more than {MAX_VALUES:,} values (scalars, lists, maps) in one file")
+            if kind is scalar_event:
+                if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
+                    raise _Unusual("anchor, tag or depth")
+                item = event.value
+                if event.implicit[0] and (not item or item[0] in first_chars):
+                    if item in known:
+                        item = known[item]
+                    elif item.isdigit() and item.isascii() and (item[0] != "0" or len(item) == 1) and len(item) < 19:
+                        item = int(item)  # what the resolver and construct_yaml_int make of it, sooner
+                    else:
+                        tag = resolve(ScalarNode, item, (True, False))
+                        value = item
+                        if tag != _STR_TAG:
+                            if tag not in _PLAIN_TAGS:
+                                raise _Unusual(tag)
+                            try:
+                                value = constructors[tag](constructor, ScalarNode(tag, item))
+                            except (ValueError, OverflowError, yaml.YAMLError):
+                                raise _Unusual("scalar") from None
+                        if len(known) < 4096 and isinstance(value, (str, bool, int, float, type(None))):
+                            known[item] = value  # (words and numbers recur: step kinds, argument names, ids)
+                        item = value
+            elif kind in starts:
+                if event.anchor is not None or event.tag is not None or len(stack) >= MAX_DEPTH:
+                    raise _Unusual("anchor, tag or depth")
+                mapping = kind is yaml.MappingStartEvent
+                stack.append([{} if mapping else [], mapping, nothing])
+                continue
+            elif kind in ends:
+                item = stack.pop()[0]
+            elif kind is alias_event:
+                raise _Unusual("alias")
+            else:  # DocumentEndEvent
+                break
+            if not stack:
+                root = item
+                continue
+            top = stack[-1]
+            if not top[1]:
+                top[0].append(item)
+            elif top[2] is nothing:
+                if isinstance(item, (list, dict)):
+                    raise _Unusual("a collection as a key")
+                if item in top[0]:
+                    raise _Unusual("a key given twice")
+                top[2] = item
+            else:
+                top[0][top[2]] = item
+                top[2] = nothing
+        if not isinstance(get(), yaml.StreamEndEvent):
+            raise _Unusual("more than one document")
+        return root
+    finally:
+        parser.dispose()
+
+
+def parse_yaml_text(text: str, source: str, what: str = "file") -> Any:
+    """Decode YAML text with ``GuardedLoader``; errors name ``source`` and the line, and raise ``ScenarioError``.
+
+    Plain data (nearly every scenario) is built by ``_load_plain`` when PyYAML has libyaml: the
+    same values, a fraction of the time and memory."""
+    loader, data = None, _UNDECODED
+    try:
+        if _BASES[0] is _CEvents:
+            try:
+                data = _load_plain(text)
+            except _Unusual:
+                pass
+        if data is _UNDECODED:
+            loader = GuardedLoader(text)
+            data = loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -130,7 +254,8 @@ def parse_yaml_text(text: str, source: str, what: str = "file") -> Any:
     except (ValueError, OverflowError) as exc:  # a scalar PyYAML cannot convert (an int of 5,000 digits)
         raise ScenarioError(f"{source}: invalid YAML: {str(exc)[:200]}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if data is None:
         raise ScenarioError(f"{source}: the {what} is empty")
     return data
@@ -140,6 +265,10 @@ def read_yaml(path: str | Path, what: str = "file") -> Any:
     """Decode a YAML file; errors name the file (and line) and raise ``ScenarioError``."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES and path.is_file():
+            raise ScenarioError(f"{path}: {size:,} bytes; a {what} may have at most {MAX_FILE_BYTES:,} "
+                                f"({MAX_FILE_BYTES >> 20} MiB: the memory a replay needs grows with it)")
         text = path.read_text(encoding="utf-8")
     except IsADirectoryError:
         raise ScenarioError(f"{path}: is a directory, not a {what}") from None
@@ -150,10 +279,12 @@ def read_yaml(path: str | Path, what: str = "file") -> Any:
     return parse_yaml_text(text, str(path), what)
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate one scenario file; raises ``ScenarioError`` naming the file."""
+def load_scenario(path: str | Path, data: Any = None) -> Scenario:
+    """Read and validate one scenario file; raises ``ScenarioError`` naming the file.
+    ``data``: the file's decoded document when the caller has read it already."""
     path = Path(path)
-    data = read_yaml(path)
+    if data is None:
+        data = read_yaml(path)
 
     def resolve(value: str) -> str:
         resolved = (path.parent / value).resolve()
@@ -169,10 +300,10 @@ def load_any_scenario(path: str | Path) -> Any:
     scenario (``emulator.quorum_run.QuorumScenario``); raises ``ScenarioError`` naming the file."""
     from emulator.quorum_run import is_quorum_document, parse_quorum_scenario
 
-    data = read_yaml(path)
+    data = read_yaml(path)  # once: a large file's decoding is most of its replay
     if is_quorum_document(data):
         return parse_quorum_scenario(data, source=str(path))
-    return load_scenario(path)
+    return load_scenario(path, data)
 
 
 def scenario_document(s: Scenario, description: str, expect: dict | None = None) -> dict[str, Any]:

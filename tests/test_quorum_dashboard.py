@@ -195,6 +195,8 @@ def test_the_quorum_views_render_in_headless_chromium(results, browser):
         assert page.locator("#timeline-svg .role-row").count() == len(SERVERS)
         assert page.locator("#timeline-svg .violation-mark").count() == 0
         assert page.locator(f"#matrix td.bad[data-run='{on_id}']").count() == 0
+        # a run's result is a scenario: its chip says which, not the "partition 0" every result has
+        assert page.locator("#pchips .pchip").all_inner_texts() == ["thesis-membership-change"]
         assert problems == [] and page.evaluate("document.body.dataset.error") is None
     finally:
         context.close()

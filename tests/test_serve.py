@@ -116,6 +116,24 @@ def test_endpoints_hold_the_partitions_batches_and_findings_of_the_outputs(outpu
     assert get_json(client, "/api/runs/-/batches?ids=2")[0] == batches[2]
 
 
+def test_the_job_view_counts_steps_applied_and_every_partitions_findings(output, client):
+    """Issue 46 item 5: per batch the steps (events) applied, not Spark's input rows (a file
+    stream counts files); beside the statuses, which name only a partition's gravest finding,
+    how many partitions broke an invariant and lost data, and how many lost only what a fault
+    the model permits may lose."""
+    results = read_results(output)
+    batches = get_json(client, "/api/runs/-/batches")
+    assert [b["steps"] for b in batches] == [PARTITIONS * STEPS_PER_BATCH] * BATCHES
+    assert sum(b["steps"] for b in batches) == sum(r["steps"] for r in results)
+    overview = get_json(client, "/api/runs/-/overview")
+    lost = [r for r in results if r["losses"]]
+    assert overview["findings"] == {"violated": sum(1 for r in results if r["violations"]), "lost data": len(lost),
+                                    "lost data, allowed only": sum(1 for r in lost if all(x["allowed"] for x in r["losses"]))}
+    assert [p["lost_allowed"] for p in overview["partitions"]] == [sum(x["allowed"] for x in r["losses"]) for r in results]
+    both = sum(1 for r in lost if r["violations"])
+    assert both and overview["findings"]["violated"] == overview["counts"]["violated"] + both  # the fixture has such a partition
+
+
 def test_the_log_at_every_step_is_what_the_core_computes(output, client):
     results = {r["scenario"]: r for r in read_results(output)}
     truncated_somewhere = False
@@ -144,6 +162,25 @@ def test_unknown_runs_partitions_and_bad_arguments_are_refused(client):
     assert client.get("/api/runs/-/logs?topic=x&partition=0&step=", headers=LOCAL).status_code == 400
     # a page on another site reaching the server by DNS rebinding names another host
     assert client.get("/api/status", headers={"Host": "evil.example:8050"}).status_code == 400
+
+
+def test_a_response_is_as_large_as_the_outputs_whatever_the_request_lists(client):
+    """``ids=1,1,1,...`` answered a batch per listed id (a 60 KB request, 182 MB back): each batch
+    comes once, and one request lists at most ``MAX_BATCH_IDS`` ids."""
+    from replemu.serve import MAX_BATCH_IDS
+
+    one = get_json(client, "/api/runs/-/batches?ids=1")
+    assert len(one) == 1
+    assert get_json(client, "/api/runs/-/batches?ids=" + ",".join(["1"] * 300)) == one
+    assert [b["batch_id"] for b in get_json(client, "/api/runs/-/batches?ids=2,0,2,0,99")] == [0, 2]
+    listed = client.get("/api/runs/-/batches?ids=" + ",".join(["1"] * (MAX_BATCH_IDS + 1)), headers=LOCAL)
+    assert listed.status_code == 400
+    assert json.loads(listed.get_data())["error"] == f"ids: at most {MAX_BATCH_IDS:,} batch ids in one request (without ids: every batch)"
+    # what a request names is quoted cut short in an error, never echoed whole
+    missing = client.get("/api/runs/" + "r" * 20_000 + "/overview", headers=LOCAL)
+    assert missing.status_code == 404 and len(missing.get_data()) < 300
+    missing = client.get("/api/runs/-/logs?topic=" + "t" * 1000 + "&partition=0&step=1", headers=LOCAL)
+    assert missing.status_code == 404 and len(missing.get_data()) < 300
 
 
 def test_a_job_that_has_not_landed_a_batch_is_waited_for(tmp_path):
@@ -348,6 +385,16 @@ def test_the_page_lists_the_partitions_and_steps_through_the_log_picture(output,
     try:
         chips = w.page.locator("#pchips .pchip")
         assert chips.count() == PARTITIONS
+        # the variant x invariant table fits the 1,400 px window (a column per invariant was 2,840 px)
+        assert w.page.evaluate("document.querySelector('#matrix table').getBoundingClientRect().width") <= 1400
+        # both counts: a partition that lost data and broke an invariant is counted under each
+        found, counts = overview["findings"], overview["counts"]
+        violated_chip = w.page.locator("#statuses .counts span[data-status='violated']").inner_text()
+        assert violated_chip == f"violated: {counts['violated']} (+{found['violated'] - counts['violated']} that lost data too)"
+        assert w.page.locator("#findings").inner_text().startswith(f"{found['violated']} partitions broke an invariant; {found['lost data']} lost data")
+        # the red ticks under the charts' x axes are explained
+        assert "red tick under the x axis: a batch in which an invariant was first broken" in w.page.locator("#chart-legend").inner_text()
+        assert "steps applied per batch" in w.page.locator("#charts").inner_text()
         assert w.page.locator("#partition option").all_inner_texts()[0].startswith(overview["partitions"][0]["key"])
         chips.nth([p["key"] for p in overview["partitions"]].index(key)).click()  # opens the partition at its last step
         w.wait_until(f"document.getElementById('partition').value === {json.dumps(key)}")

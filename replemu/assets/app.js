@@ -70,13 +70,16 @@ async function refreshServed() {
     if (r.version === st.version) continue;
     const want = st.batches.filter(([b, sig]) => r.sigs[b] !== sig).map(([b]) => b);
     const alive = new Set(st.batches.map(([b]) => b));
-    const fresh = want.length ? await api(runPath(r, "batches") + (r.version === null ? "" : `?ids=${want.join(",")}`)) : [];
+    // every batch at first, and when more changed than one request may list (BOOT.max_batch_ids)
+    const every = r.version === null || want.length > (BOOT.max_batch_ids || 1000);
+    const fresh = want.length ? await api(runPath(r, "batches") + (every ? "" : `?ids=${want.join(",")}`)) : [];
     const overview = await api(runPath(r, "overview"));
     const byId = new Map(r.batches.filter(b => alive.has(b.batch_id)).map(b => [b.batch_id, b]));
     fresh.forEach(b => byId.set(b.batch_id, b));
     r.batches = [...byId.values()].sort((a, b) => a.batch_id - b.batch_id);
     Object.assign(r, {name: overview.name, protocol: overview.protocol, partitions: overview.partitions, matrix: overview.matrix,
-                      counts: overview.counts, docs_index: overview.docs_index, quarantined: overview.quarantined, source: overview.source});
+                      counts: overview.counts, findings: overview.findings, docs_index: overview.docs_index, quarantined: overview.quarantined,
+                      source: overview.source});
     r.sigs = Object.fromEntries(st.batches);
     r.version = st.version;
     changed.push(r.id);
@@ -147,32 +150,48 @@ function drawJob() {
   const errs = r.partitions.reduce((n, p) => n + (p.error_answers || 0), 0);
   let text = `${r.name}: `;
   if (!bs.length && SERVED) text += "waiting for the first micro-batch. ";
-  else if (bs.length) text += `${bs.length} micro-batches (last: batch ${last.batch_id}${last.timestamp ? " at " + last.timestamp : ""}${last.input_rows !== null && last.input_rows !== undefined ? `, ${fmtInt(last.input_rows)} rows` : ""}${last.duration_s ? `, ${last.duration_s.toFixed(2)} s` : ""}). `;
+  else if (bs.length) text += `${bs.length} micro-batches (last: batch ${last.batch_id}${last.timestamp ? " at " + last.timestamp : ""}${last.steps !== null && last.steps !== undefined ? `, ${fmtInt(last.steps)} steps applied` : ""}${last.duration_s ? `, ${last.duration_s.toFixed(2)} s` : ""}). `;
   text += `${fmtInt(r.partitions.length)} ${r.family === "quorum" ? "quorum scenarios" : "partitions"}, ${fmtInt(errs)} error answers, ${fmtInt(r.quarantined || 0)} quarantined rows.`;
   summary.append(el("p", {id: "job-line"}, text));
   if (bs.length) {
     const marks = bs.filter(b => Object.keys(b.violations || {}).length).map(b => b.batch_id);
     const row = el("div", {class: "charts"});
-    row.append(lineChart("input rows per batch", bs, b => b.input_rows, v => fmtInt(Math.round(v)), marks, true));
+    // steps (input events) applied, not Spark's numInputRows: a file stream's source counts files
+    row.append(lineChart("steps applied per batch", bs, b => b.steps, v => fmtInt(Math.round(v)), marks, true));
     row.append(lineChart("batch duration (s)", bs, b => b.duration_s, v => (v === 0 ? "0" : v.toFixed(v < 10 ? 2 : 0)), marks, false));
     row.append(lineChart("state (KiB)", bs, b => b.state_bytes === null || b.state_bytes === undefined ? null : b.state_bytes / 1024, v => fmtInt(Math.round(v)), marks, true));
     row.append(lineChart("violations first found per batch", bs, b => Object.values(b.violations || {}).reduce((a, c) => a + c, 0), v => fmtInt(Math.round(v)), marks, true));
     charts.append(row);
+    if (marks.length) {
+      const legend = el("p", {class: "note chart-legend", id: "chart-legend"});
+      legend.append(el("span", {class: "tick-mark"}), ` red tick under the x axis: a batch in which an invariant was first broken (${fmtInt(marks.length)} of ${fmtInt(bs.length)} batches)`);
+      charts.append(legend);
+    }
   }
   const counts = el("p", {class: "counts"});
+  // A status names a partition's gravest finding (lost data before violated): the findings say
+  // how many partitions broke an invariant and lost data, whatever their status.
+  const found = r.findings || {};
   STATUSES.forEach(s => {
     const n = (r.counts || {})[s] || 0;
-    const chip = el("span", {class: `${STATUS_CLASS[s]}${S.filter === s ? " active" : ""}`, "data-status": s, title: "show only these"}, `${s}: ${fmtInt(n)}`);
+    let text = `${s}: ${fmtInt(n)}`;
+    if (s === "violated" && (found.violated || 0) > n) text += ` (+${fmtInt(found.violated - n)} that lost data too)`;
+    if (s === "lost data" && found["lost data, allowed only"]) text += ` (${fmtInt(found["lost data, allowed only"])} allowed only)`;
+    const chip = el("span", {class: `${STATUS_CLASS[s]}${S.filter === s ? " active" : ""}`, "data-status": s, title: "show only these"}, text);
     chip.onclick = () => { S.filter = S.filter === s ? null : s; drawJob(); };
     counts.append(chip);
   });
   statuses.append(counts);
+  if (r.findings) statuses.append(el("p", {class: "note", id: "findings"},
+    `${fmtInt(found.violated || 0)} ${r.family === "quorum" ? "scenarios" : "partitions"} broke an invariant; ${fmtInt(found["lost data"] || 0)} lost data` +
+    `${found["lost data"] ? ` (${fmtInt(found["lost data, allowed only"] || 0)} of them only records a fault allowed to lose: unclean election, power loss)` : ""}.`));
   const grid = el("div", {class: "pchips", id: "pchips"});
   const topics = new Set(r.partitions.map(p => p.topic));
   r.partitions.filter(p => !S.filter || p.status === S.filter).forEach(p => {
-    const a = el("a", {class: `pchip ${STATUS_CLASS[p.status] || ""}${p.key === S.key ? " current" : ""}`, href: hashFor(r.id, p.key), "data-key": p.key,
+    const allowedOnly = p.status === "lost data" && p.lost && p.lost_allowed === p.lost;  // orange, not the forbidden loss's dark red
+    const a = el("a", {class: `pchip ${allowedOnly ? "st-lost-allowed" : STATUS_CLASS[p.status] || ""}${p.key === S.key ? " current" : ""}`, href: hashFor(r.id, p.key), "data-key": p.key,
                        title: `${p.key} (${p.scenario || "?"}): ${p.status}${p.violated.length ? "; " + p.violated.join(", ") : ""}${p.lost ? `; ${p.lost} lost` : ""}${p.quarantined ? `; ${p.quarantined} quarantined rows` : ""}`},
-                 topics.size > 1 ? p.key : String(p.partition));
+                 r.results ? p.scenario : topics.size > 1 ? p.key : String(p.partition));  // a run's result: its scenario
     grid.append(a);
   });
   if (!r.partitions.length) grid.append(el("span", {class: "note"}, SERVED ? "no partition has landed yet" : "no partitions"));
@@ -180,16 +199,18 @@ function drawJob() {
 }
 
 function drawMatrix() {
+  // Invariants as rows, runs (variants) as columns: a column per invariant was 2,840 px wide.
   const box = $("matrix"); box.innerHTML = "";
   const own = r => r.invariants || INVARIANTS;   // a run of quorum results judges the quorum's invariants
   const names = [...new Set(S.runs.length ? S.runs.flatMap(own) : INVARIANTS)];
-  const t = el("table"), head = el("tr"); head.append(el("th", {}, "run"));
-  names.forEach(n => head.append(el("th", {}, n))); t.append(head);
   const protocols = S.runs.map(r => r.protocol);
   const unique = new Set(protocols).size === protocols.length;  // else the runs' names tell them apart
-  S.runs.forEach(r => {
-    const tr = el("tr"); tr.append(el("th", {title: r.name}, unique && r.protocol ? r.protocol : r.name));
-    names.forEach(n => {
+  const t = el("table", {class: "matrix"}), head = el("tr"); head.append(el("th", {}, "invariant"));
+  S.runs.forEach(r => head.append(el("th", {title: r.name, class: "run"}, unique && r.protocol ? r.protocol : r.name)));
+  t.append(head);
+  names.forEach(n => {
+    const tr = el("tr"); tr.append(el("th", {class: "invariant"}, n));
+    S.runs.forEach(r => {
       if (!own(r).includes(n)) { tr.append(el("td", {class: "na", title: `${n} is not an invariant of this run's family`}, "\u00B7")); return; }
       const m = (r.matrix || {})[n], c = m ? m.partitions : 0;
       const td = el("td", {class: c || (m && m.first) ? "bad" : "zero", "data-run": r.id, "data-invariant": n});
@@ -306,7 +327,7 @@ function drawStepEvent(d, i) {
       if (gone.length) box.append(el("div", {class: "cut"}, `✂ ${unitOf(d)} ${r} truncated its log to offset ${gone[0][0]}: removed ${gone.map(x => `${x[2]} (offset ${x[0]}, epoch ${x[1]})`).join(", ")}`));
     });
   }
-  f.losses.forEach(l => box.append(el("div", {class: "lost"}, `✖ lost record ${l.value} at offset ${l.offset}${l.acked ? " (acked)" : ""}${l.allowed ? " (allowed: unclean election or power loss of the last ISR member)" : ""}`)));
+  f.losses.forEach(l => box.append(el("div", {class: l.allowed ? "lost allowed" : "lost"}, `✖ lost record ${l.value} at offset ${l.offset}${l.acked ? " (acked)" : ""}${l.allowed ? " (allowed: unclean election or power loss of the last ISR member)" : ""}`)));
   f.violations.forEach(v => box.append(el("div", {class: "bad"}, `⚠ ${v.invariant}${v.step === first ? " (the first violation)" : ""}: ${v.detail || ""}`)));
   if (f.errors.length) box.append(el("div", {}, `error answers: ${f.errors.map(e => (e.api ? `${u}${e.server} ${e.api} ` : "") + e.error).join(", ")}`));
 }
