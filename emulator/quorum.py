@@ -16,7 +16,7 @@ servers is in id order.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
@@ -131,7 +131,16 @@ class Quorum:
             self._lose_disk(self._server(step.server, alive=False))
         else:  # pragma: no cover - the step union is closed
             raise StepRefused(f"unknown quorum step {step!r}")
+        self._poll_leaders()
         return self._out
+
+    def _poll_leaders(self) -> None:
+        """``pollLeader`` (3.9.0): a leader whose resignation was requested (``LeaderState.requestResign``,
+        by ``RemoveVoterHandler.highWatermarkUpdated`` once its own removal committed) resigns at its next
+        poll, after the message that moved its HW was answered."""
+        for _, s in sorted(self.servers.items()):
+            if s.role is QuorumRole.LEADER and s.leader_state is not None and s.leader_state.resign_requested:
+                self._resign(s)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -170,6 +179,17 @@ class Quorum:
     def _send(self, source: int, destination: int, message: Message) -> None:
         self.in_flight.setdefault((source, destination), deque()).append(message)
 
+    def _send_request(self, s: Server, destination: int, message: Message) -> None:
+        """``maybeSendRequest``: a new correlation id, and the response from ``destination`` expected is
+        this request's (``RequestManager.onRequestSent``; a request sent again replaces the one before,
+        as Kafka's after its request timeout)."""
+        s.next_correlation += 1
+        s.expected[destination] = s.next_correlation
+        self._send(s.id, destination, replace(message, correlation_id=s.next_correlation))
+
+    def _respond(self, s: Server, destination: int, request: Message, response: Message) -> None:
+        self._send(s.id, destination, replace(response, correlation_id=request.correlation_id))
+
     def _link_or_refuse(self, source: int, destination: int) -> deque[Message]:
         self._server(source), self._server(destination)
         link = self.in_flight.get((source, destination))
@@ -183,19 +203,25 @@ class Quorum:
         message = link.popleft()
         sender = self.servers[source]
         if isinstance(message, VoteRequest):
-            self._send(destination, source, self._handle_vote_request(receiver, message))
-        elif isinstance(message, VoteResponse):
-            self._handle_vote_response(receiver, source, message)
+            self._respond(receiver, source, message, self._handle_vote_request(receiver, message))
         elif isinstance(message, BeginQuorumEpochRequest):
-            self._send(destination, source, self._handle_begin_quorum_epoch_request(receiver, message))
+            self._respond(receiver, source, message, self._handle_begin_quorum_epoch_request(receiver, message))
         elif isinstance(message, EndQuorumEpochRequest):
-            self._send(destination, source, self._handle_end_quorum_epoch_request(receiver, message))
-        elif isinstance(message, (BeginQuorumEpochResponse, EndQuorumEpochResponse)):
-            self._handle_epoch_response(receiver, sender, message)
+            self._respond(receiver, source, message, self._handle_end_quorum_epoch_request(receiver, message))
         elif isinstance(message, FetchRequest):
-            self._send(destination, source, self._handle_fetch_request(receiver, message))
-        elif isinstance(message, FetchResponse):
-            self._handle_fetch_response(receiver, message)
+            self._respond(receiver, source, message, self._handle_fetch_request(receiver, message))
+        elif receiver.expected.get(source) != message.correlation_id:
+            # handleInboundMessage (3.9.0): a response is handled only if it answers the request now
+            # expected from that node (RequestManager.isResponseExpected); any other is ignored.
+            self._event("ResponseIgnored", server=receiver.id, source=source, api=type(message).__name__)
+        else:
+            del receiver.expected[source]  # onResponseResult: the connection is ready (or backs off) again
+            if isinstance(message, VoteResponse):
+                self._handle_vote_response(receiver, source, message)
+            elif isinstance(message, (BeginQuorumEpochResponse, EndQuorumEpochResponse)):
+                self._handle_epoch_response(receiver, sender, message)
+            elif isinstance(message, FetchResponse):
+                self._handle_fetch_response(receiver, message)
 
     # -- transitions (QuorumState) ----------------------------------------------------------------
 
@@ -204,13 +230,18 @@ class Quorum:
         s.state_file = ElectionState(s.epoch, s.voted_key, s.leader)
 
     def _become(self, s: Server, role: QuorumRole, epoch: int, leader: int | None = None,
-                voted: ReplicaKey | None = None, durable: bool = True) -> None:
+                voted: ReplicaKey | None = None, durable: bool = True, reset: bool = True) -> None:
+        """A transition of ``QuorumState``; ``reset``: the client forgets its requests in flight
+        (``resetConnections``, from onBecomeLeader / onBecomeCandidate / transitionToUnattached /
+        transitionToResigned / onBecomeFollower; not when an unattached server grants a vote)."""
         if s.role is QuorumRole.LEADER and role is not QuorumRole.LEADER:
             self._end_leadership(s)
         if epoch != s.epoch or role is not QuorumRole.FOLLOWER:
             s.has_fetched_from_leader = False
         s.role, s.epoch, s.leader, s.voted_key = role, epoch, leader, voted
         s.votes_granted, s.votes_rejected, s.backing_off = set(), set(), False
+        if reset:
+            s.expected = {}
         if durable:
             self._persist(s)
         self._event("Transition", server=s.id, role=role.value, epoch=epoch, leader=leader)
@@ -234,8 +265,14 @@ class Quorum:
 
     def _maybe_transition(self, s: Server, leader: int | None, epoch: int) -> bool:
         """``KafkaRaftClient.maybeTransition``: follow a higher epoch (its leader, or unattached), or
-        learn the leader of the current epoch.  Returns False when the leader is inconsistent with
-        the one this server knows in the same epoch (Kafka throws IllegalStateException): recorded."""
+        learn the leader of the current epoch.  Returns False when the leader is inconsistent
+        (``hasConsistentLeader``: a message naming this server leader while it is not one, or another
+        leader than the one it knows in the same epoch; Kafka throws IllegalStateException): recorded."""
+        if leader == s.id and (s.role is not QuorumRole.LEADER or epoch != s.epoch):
+            # 3.9.0 hasConsistentLeader: consistent only if this server is the leader (and a leader told
+            # of a higher epoch led by itself would have to follow itself: QuorumState throws too).
+            self._event("InconsistentLeader", server=s.id, epoch=epoch, known=s.leader, claimed=leader)
+            return False
         if epoch == s.epoch and leader is not None and s.leader is not None and leader != s.leader:
             self._event("InconsistentLeader", server=s.id, epoch=epoch, known=s.leader, claimed=leader)
             return False
@@ -296,8 +333,7 @@ class Quorum:
     def _send_vote_requests(self, s: Server, pre_vote: bool) -> None:
         for key in s.election_voters:
             if key[0] != s.id and key[0] in self.servers:
-                self._send(s.id, key[0], VoteRequest(s.epoch if pre_vote else s.epoch, s.key, s.last_epoch(), s.leo,
-                                                     key, pre_vote))
+                self._send_request(s, key[0], VoteRequest(s.epoch, s.key, s.last_epoch(), s.leo, key, pre_vote))
 
     def _maybe_transition_to_leader(self, s: Server) -> None:
         """``KafkaRaftClient.maybeTransitionToLeader`` / ``onBecomeLeader``: with a majority of its
@@ -308,7 +344,8 @@ class Quorum:
         if len(s.votes_granted) < majority(s.election_voters):
             return
         granted = tuple(sorted(s.votes_granted))
-        self._become(s, QuorumRole.LEADER, s.epoch, leader=s.id, voted=s.voted_key)
+        # LeaderState.election() = ElectionState.withElectedLeader: no voted key (votedId -1 in the file)
+        self._become(s, QuorumRole.LEADER, s.epoch, leader=s.id)
         start = s.leo
         s.leader_state = LeaderState(epoch=s.epoch, epoch_start_offset=start, granting_voters=granted)
         self._out.effects.append(BecameLeader(s.id, s.epoch))
@@ -318,7 +355,7 @@ class Quorum:
             self._append_records(s, [QuorumRecord(s.epoch, "bootstrap", ControlType.VOTERS, voters)])
         for key in voters:
             if key[0] != s.id and key[0] in self.servers:
-                self._send(s.id, key[0], BeginQuorumEpochRequest(s.epoch, s.id, key))
+                self._send_request(s, key[0], BeginQuorumEpochRequest(s.epoch, s.id, key))
         self._update_leader_end_offset(s)
 
     def _resign(self, s: Server) -> None:
@@ -333,10 +370,10 @@ class Quorum:
             return -1 if replica is None or replica.end_offset is None else replica.end_offset
 
         successors = tuple(sorted(others, key=lambda v: (-fetched(v), v)))
-        self._become(s, QuorumRole.RESIGNED, s.epoch, leader=s.id, voted=s.voted_key, durable=False)
+        self._become(s, QuorumRole.RESIGNED, s.epoch, leader=s.id, durable=False)  # ResignedState.election(): no vote
         for v in others:
             if v in self.servers:
-                self._send(s.id, v, EndQuorumEpochRequest(s.epoch, s.id, successors))
+                self._send_request(s, v, EndQuorumEpochRequest(s.epoch, s.id, successors))
 
     def _resend_begin_quorum_epoch(self, s: Server, to: int) -> None:
         if s.role is not QuorumRole.LEADER:
@@ -344,7 +381,7 @@ class Quorum:
         key = s.voter_key_of(to)
         if key is None or to == s.id:
             raise StepRefused(f"server {to} is not another voter of leader {s.id}")
-        self._send(s.id, to, BeginQuorumEpochRequest(s.epoch, s.id, key))
+        self._send_request(s, to, BeginQuorumEpochRequest(s.epoch, s.id, key))
 
     # -- Vote ----------------------------------------------------------------------------------
 
@@ -367,7 +404,7 @@ class Quorum:
         log_ok = self._log_up_to_date(s, r.last_offset_epoch, r.last_offset)
         granted = self._can_grant_pre_vote(s, log_ok) if pre else self._can_grant_vote(s, r.candidate_key, log_ok)
         if granted and not pre and s.role is QuorumRole.UNATTACHED and s.voted_key is None:
-            self._become(s, QuorumRole.UNATTACHED, r.candidate_epoch, voted=r.candidate_key)
+            self._become(s, QuorumRole.UNATTACHED, r.candidate_epoch, voted=r.candidate_key, reset=False)
         elif granted and not pre and s.role is QuorumRole.PROSPECTIVE and s.voted_key is None:
             s.voted_key = r.candidate_key  # TLA+ kip_996 TransitionToProspectiveAddVote
             self._persist(s)
@@ -405,9 +442,9 @@ class Quorum:
         if epoch > s.epoch or error in ("FENCED_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER"):
             self._maybe_transition(s, leader, epoch)
             return True
-        if leader is not None and s.leader is None and leader != s.id:
-            self._maybe_transition(s, leader, epoch)
-            return error != NONE
+        if leader is not None and s.leader is None:
+            # the leader of this epoch learned (transitionToFollower; naming this server: inconsistent)
+            return not self._maybe_transition(s, leader, epoch) or error != NONE
         return error in ("BROKER_NOT_AVAILABLE", "INVALID_VOTER_KEY")
 
     def _handle_vote_response(self, s: Server, voter: int, r: VoteResponse) -> None:
@@ -483,7 +520,7 @@ class Quorum:
         if target is None or target == s.id:
             raise StepRefused(f"server {s.id} knows no leader: name the server its fetch goes to")
         self._server(target)
-        self._send(s.id, target, FetchRequest(s.key, s.epoch, s.leo, s.last_epoch(), max_records))
+        self._send_request(s, target, FetchRequest(s.key, s.epoch, s.leo, s.last_epoch(), max_records))
 
     def _handle_fetch_request(self, s: Server, r: FetchRequest) -> FetchResponse:
         """``tryCompleteFetchRequest``: ``validateLeaderOnlyRequest`` (FENCED_LEADER_EPOCH older,
@@ -543,7 +580,12 @@ class Quorum:
             if r.base_offset != s.leo:  # an answer to an older fetch: Kafka's log rejects the append
                 self._event("FetchResponseIgnored", server=s.id, base=r.base_offset, leo=s.leo)
                 return
-            self._append_records(s, list(r.records), flush=s.is_voter())
+            if r.records:
+                # handleFetchResponse: only records are appended (records.sizeInBytes() > 0), and
+                # appendAsFollower flushes a voter's log or any controller's: core RaftManager.scala
+                # builds a controller's client with followersAlwaysFlush (3.9.0), and only
+                # controllers become voters, so every server here flushes what it appends.
+                self._append_records(s, list(r.records))
             if r.high_watermark >= 0:
                 s.hw = max(s.hw, min(r.high_watermark, s.leo))
         s.has_fetched_from_leader = True
@@ -687,7 +729,7 @@ class Quorum:
         pending, ls.pending = ls.pending, None
         self._event("VoterChangeCompleted", server=s.id, operation=pending.operation, voter=pending.voter[0], error=NONE)
         if not s.is_voter():
-            self._resign(s)
+            ls.resign_requested = True  # RemoveVoterHandler.highWatermarkUpdated -> requestResign (pollLeader)
 
     # -- crash, restart, disk loss --------------------------------------------------------------------
 
@@ -696,6 +738,7 @@ class Quorum:
         the admin client's request times out), and whatever was in flight to or from it."""
         s.leader_state = None
         s.role = QuorumRole.STOPPED
+        s.expected = {}
         if mode is CrashMode.POWER:
             self._truncate(s, s.flushed)
         for link in sorted(self.in_flight):
@@ -723,7 +766,7 @@ class Quorum:
             s.role = QuorumRole.RESIGNED
             for v in s.voter_ids():
                 if v != s.id and v in self.servers:
-                    self._send(s.id, v, EndQuorumEpochRequest(s.epoch, s.id, ()))
+                    self._send_request(s, v, EndQuorumEpochRequest(s.epoch, s.id, ()))
         elif f.voted_key is not None and f.voted_key[0] == s.id and s.is_voter():
             s.role = QuorumRole.CANDIDATE
             s.election_voters = s.last_voters()[1]

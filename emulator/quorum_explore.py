@@ -220,25 +220,38 @@ def _record(r: QuorumRecord) -> tuple:
     return (r.epoch, r.value, CONTROL_INDEX[r.control.value], r.voters)
 
 
-def _message(m: Message) -> tuple:
-    """A message as a tuple: a tag and its fields (records as tuples)."""
+REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)
+
+
+def _expected(q: Quorum, link: tuple[int, int], m: Message) -> int:
+    """1 when the message is (or answers) the request its requester now expects an answer to
+    (``Server.expected``), else 0: correlation ids matter only by that equality, so the canonical
+    state holds the flag, not the ever-growing numbers."""
+    requester, other = link if isinstance(m, REQUESTS) else (link[1], link[0])
+    cid = q.servers[requester].expected.get(other)
+    return 1 if cid is not None and cid == m.correlation_id else 0
+
+
+def _message(m: Message, expected: int = 0) -> tuple:
+    """A message as a tuple: a tag, its fields (records as tuples), and whether it is expected."""
     if isinstance(m, VoteRequest):
-        return (0, m.candidate_epoch, m.candidate_key, m.last_offset_epoch, m.last_offset, m.voter_key, m.pre_vote)
+        return (0, m.candidate_epoch, m.candidate_key, m.last_offset_epoch, m.last_offset, m.voter_key, m.pre_vote,
+                expected)
     if isinstance(m, VoteResponse):
-        return (1, m.error, m.leader_epoch, m.leader_id, m.vote_granted, m.pre_vote)
+        return (1, m.error, m.leader_epoch, m.leader_id, m.vote_granted, m.pre_vote, expected)
     if isinstance(m, BeginQuorumEpochRequest):
-        return (2, m.leader_epoch, m.leader_id, m.voter_key)
+        return (2, m.leader_epoch, m.leader_id, m.voter_key, expected)
     if isinstance(m, BeginQuorumEpochResponse):
-        return (3, m.error, m.leader_epoch, m.leader_id)
+        return (3, m.error, m.leader_epoch, m.leader_id, expected)
     if isinstance(m, EndQuorumEpochRequest):
-        return (4, m.leader_epoch, m.leader_id, m.preferred_successors)
+        return (4, m.leader_epoch, m.leader_id, m.preferred_successors, expected)
     if isinstance(m, EndQuorumEpochResponse):
-        return (5, m.error, m.leader_epoch, m.leader_id)
+        return (5, m.error, m.leader_epoch, m.leader_id, expected)
     if isinstance(m, FetchRequest):
-        return (6, m.replica_key, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.max_records)
+        return (6, m.replica_key, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.max_records, expected)
     if isinstance(m, FetchResponse):
         return (7, m.error, m.leader_epoch, m.leader_id, tuple([_record(r) for r in m.records]), m.base_offset,
-                m.high_watermark, m.diverging_epoch, m.diverging_end_offset)
+                m.high_watermark, m.diverging_epoch, m.diverging_end_offset, expected)
     raise ExploreError(f"unknown message {m!r}")  # pragma: no cover - the message union is closed
 
 
@@ -258,7 +271,7 @@ def _server(s: Server) -> tuple:
     return (s.id, s.directory_id, s.bootstrap_voters, ROLE_INDEX[s.role], s.epoch, s.voted_key, s.leader,
             tuple([_record(r) for r in s.log]), s.flushed, s.hw, s.cache.as_tuple(), (f.epoch, f.voted_key, f.leader),
             tuple(sorted(s.votes_granted)) if campaign else (), tuple(sorted(s.votes_rejected)) if campaign else (),
-            s.election_voters if campaign else (), s.has_fetched_from_leader, leader)
+            s.election_voters if campaign else (), s.has_fetched_from_leader, leader, tuple(sorted(s.expected)))
 
 
 def canonical(node: Node) -> tuple:
@@ -267,8 +280,8 @@ def canonical(node: Node) -> tuple:
     and the epoch that committed each), the counters, the stable leader.  Not the step number, not
     the last step's outcome."""
     q, g, c = node.q, node.checker, node.counters
-    links = tuple([(link, tuple([_message(m) for m in q.in_flight[link]])) for link in sorted(q.in_flight)
-                   if q.in_flight[link]])
+    links = tuple([(link, tuple([_message(m, _expected(q, link, m)) for m in q.in_flight[link]]))
+                   for link in sorted(q.in_flight) if q.in_flight[link]])
     ghost = (tuple(sorted(g.leaders.items())), tuple([(o, _record(r)) for o, r in sorted(g.committed.items())]),
              tuple(sorted(g.committed_in.items())))
     return (tuple([_server(s) for _, s in sorted(q.servers.items())]), links, ghost,
@@ -292,23 +305,24 @@ def _record_of(t: tuple) -> QuorumRecord:
     return QuorumRecord(t[0], t[1], CONTROL_TYPES[t[2]], t[3])
 
 
-def _message_of(t: tuple) -> Message:
+def _message_of(t: tuple, cid: int) -> Message:
+    """The message of a tuple, with correlation id ``cid`` (0: a response no one expects)."""
     tag = t[0]
     if tag == 0:
-        return VoteRequest(t[1], t[2], t[3], t[4], t[5], t[6])
+        return VoteRequest(t[1], t[2], t[3], t[4], t[5], t[6], cid)
     if tag == 1:
-        return VoteResponse(t[1], t[2], t[3], t[4], t[5])
+        return VoteResponse(t[1], t[2], t[3], t[4], t[5], cid)
     if tag == 2:
-        return BeginQuorumEpochRequest(t[1], t[2], t[3])
+        return BeginQuorumEpochRequest(t[1], t[2], t[3], cid)
     if tag == 3:
-        return BeginQuorumEpochResponse(t[1], t[2], t[3])
+        return BeginQuorumEpochResponse(t[1], t[2], t[3], cid)
     if tag == 4:
-        return EndQuorumEpochRequest(t[1], t[2], t[3])
+        return EndQuorumEpochRequest(t[1], t[2], t[3], cid)
     if tag == 5:
-        return EndQuorumEpochResponse(t[1], t[2], t[3])
+        return EndQuorumEpochResponse(t[1], t[2], t[3], cid)
     if tag == 6:
-        return FetchRequest(t[1], t[2], t[3], t[4], t[5])
-    return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8])
+        return FetchRequest(t[1], t[2], t[3], t[4], t[5], cid)
+    return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8], cid)
 
 
 def restore(space: QuorumSpace, packed: bytes) -> Node:
@@ -316,7 +330,7 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
     servers_t, links, ghost, counters, stable = marshal.loads(zlib.decompress(packed))
     q = Quorum(space.voters, space.observers, space.variant)
     for (sid, directory_id, bootstrap, role, epoch, voted, leader, log, flushed, hw, cache, state_file, granted, rejected,
-         election_voters, fetched, ls) in servers_t:
+         election_voters, fetched, ls, expected) in servers_t:
         leader_state = None
         if ls is not None:
             ls_epoch, start, high_watermark, replicas, pending = ls
@@ -326,8 +340,15 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
         q.servers[sid] = Server(sid, directory_id, bootstrap, ROLES[role], epoch, voted, leader,
                                 [_record_of(r) for r in log], flushed, hw, LeaderEpochCache("v2", cache),
                                 ElectionState(state_file[0], state_file[1], state_file[2]), set(granted), set(rejected),
-                                election_voters, False, fetched, leader_state)
-    q.in_flight = {link: deque([_message_of(m) for m in msgs]) for link, msgs in links}
+                                election_voters, False, fetched, leader_state,
+                                {dest: i + 1 for i, dest in enumerate(expected)}, len(expected))
+    q.in_flight = {}
+    for link, msgs in links:
+        restored: deque[Message] = deque()
+        for m in msgs:
+            requester, other = link if m[0] in (0, 2, 4, 6) else (link[1], link[0])
+            restored.append(_message_of(m, q.servers[requester].expected[other] if m[-1] else 0))
+        q.in_flight[link] = restored
     leaders, committed, committed_in = ghost
     checker = QuorumChecker(dict(leaders), {o: _record_of(r) for o, r in committed}, dict(committed_in))
     return Node(q, checker, QuorumCounters(*counters), stable)
@@ -339,10 +360,11 @@ def _clone_server(s: Server) -> Server:
     if ls is not None:
         leader_state = LeaderState(ls.epoch, ls.epoch_start_offset, ls.granting_voters, ls.high_watermark,
                                    {rid: ReplicaState(r.key, r.end_offset, r.last_fetch_leader_leo, r.caught_up)
-                                    for rid, r in ls.replicas.items()}, ls.pending, set(ls.acknowledged))
+                                    for rid, r in ls.replicas.items()}, ls.pending, set(ls.acknowledged),
+                                   ls.resign_requested)
     return Server(s.id, s.directory_id, s.bootstrap_voters, s.role, s.epoch, s.voted_key, s.leader, list(s.log), s.flushed,
                   s.hw, s.cache.copy(), s.state_file, set(s.votes_granted), set(s.votes_rejected), s.election_voters,
-                  s.backing_off, s.has_fetched_from_leader, leader_state)
+                  s.backing_off, s.has_fetched_from_leader, leader_state, dict(s.expected), s.next_correlation)
 
 
 def clone(space: QuorumSpace, node: Node) -> Node:

@@ -69,6 +69,7 @@ class VoteRequest:
     last_offset: int
     voter_key: ReplicaKey  # the receiver as the candidate's voter set names it (KIP-853)
     pre_vote: bool = False
+    correlation_id: int = 0  # the request's (Kafka's RaftRequest correlationId); a response carries its request's
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,7 @@ class VoteResponse:
     leader_id: int | None
     vote_granted: bool
     pre_vote: bool = False
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,7 @@ class BeginQuorumEpochRequest:
     leader_epoch: int
     leader_id: int
     voter_key: ReplicaKey
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,7 @@ class BeginQuorumEpochResponse:
     error: str
     leader_epoch: int
     leader_id: int | None
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,7 @@ class EndQuorumEpochRequest:
     leader_epoch: int
     leader_id: int
     preferred_successors: tuple[int, ...]
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +111,7 @@ class EndQuorumEpochResponse:
     error: str
     leader_epoch: int
     leader_id: int | None
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +121,7 @@ class FetchRequest:
     fetch_offset: int
     last_fetched_epoch: int
     max_records: int | None = None
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +134,7 @@ class FetchResponse:
     high_watermark: int = -1  # -1: the leader knows none yet
     diverging_epoch: int = -1
     diverging_end_offset: int = -1
+    correlation_id: int = 0
 
 
 Message = Union[VoteRequest, VoteResponse, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
@@ -194,6 +202,7 @@ class LeaderState:
     replicas: dict[int, ReplicaState] = field(default_factory=dict)
     pending: PendingVoterChange | None = None
     acknowledged: set[int] = field(default_factory=set)
+    resign_requested: bool = False  # LeaderState.requestResign: the leader resigns at its next poll (pollLeader)
 
 
 @dataclass(slots=True)
@@ -218,6 +227,10 @@ class Server:
     backing_off: bool = False
     has_fetched_from_leader: bool = False  # a follower's successful fetch in this epoch (KIP-996 pre-vote)
     leader_state: LeaderState | None = None
+    # RequestManager: per destination, the correlation id of the one request whose response is expected
+    # (ConnectionState.inFlightCorrelationId); every transition but a granted vote forgets them (resetAll)
+    expected: dict[int, int] = field(default_factory=dict)
+    next_correlation: int = 0  # NetworkChannel.newCorrelationId
 
     @property
     def alive(self) -> bool:
