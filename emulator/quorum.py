@@ -188,7 +188,14 @@ class Quorum:
         self._send(s.id, destination, replace(message, correlation_id=s.next_correlation))
 
     def _respond(self, s: Server, destination: int, request: Message, response: Message) -> None:
-        self._send(s.id, destination, replace(response, correlation_id=request.correlation_id))
+        """The answer, with the request's correlation id; a response naming a leader carries its endpoints
+        when this server knows them (``quorum.leaderEndpoints()``: empty for an unattached server)."""
+        self._send(s.id, destination, replace(response, correlation_id=request.correlation_id,
+                                              endpoints=self._knows_leader_endpoints(s)))
+
+    @staticmethod
+    def _knows_leader_endpoints(s: Server) -> bool:
+        return s.leader is not None and (s.leader == s.id or s.leader_endpoints)
 
     def _link_or_refuse(self, source: int, destination: int) -> deque[Message]:
         self._server(source), self._server(destination)
@@ -242,6 +249,10 @@ class Quorum:
         s.votes_granted, s.votes_rejected, s.backing_off = set(), set(), False
         if reset:
             s.expected = {}
+        if role is QuorumRole.FOLLOWER:
+            s.leader_endpoints = True
+        elif role is not QuorumRole.PROSPECTIVE:  # a prospective keeps its state's (ProspectiveState.leaderEndpoints)
+            s.leader_endpoints = False
         if durable:
             self._persist(s)
         self._event("Transition", server=s.id, role=role.value, epoch=epoch, leader=leader)
@@ -263,9 +274,12 @@ class Quorum:
             raise StepRefused(f"server {s.id} cannot follow itself")
         self._become(s, QuorumRole.FOLLOWER, epoch, leader=leader)
 
-    def _maybe_transition(self, s: Server, leader: int | None, epoch: int) -> bool:
+    def _maybe_transition(self, s: Server, leader: int | None, epoch: int, endpoints: bool = True) -> bool:
         """``KafkaRaftClient.maybeTransition``: follow a higher epoch (its leader, or unattached), or
-        learn the leader of the current epoch.  Returns False when the leader is inconsistent
+        learn the leader of the current epoch -- or its endpoints, which an unattached server that knows
+        only the leader's id lacks (``leaderEndpoints.size() > quorum.leaderEndpoints().size()``).
+        ``endpoints``: the message carries the leader's endpoints; else this server's voter set may
+        (``lastVoterSet().listeners(leaderId)``).  Returns False when the leader is inconsistent
         (``hasConsistentLeader``: a message naming this server leader while it is not one, or another
         leader than the one it knows in the same epoch; Kafka throws IllegalStateException): recorded."""
         if leader == s.id and (s.role is not QuorumRole.LEADER or epoch != s.epoch):
@@ -279,14 +293,25 @@ class Quorum:
         if epoch == s.epoch and leader is not None and s.role is QuorumRole.LEADER and leader != s.id:
             self._event("InconsistentLeader", server=s.id, epoch=epoch, known=s.id, claimed=leader)
             return False
+        known = leader is not None and (endpoints or s.voter_key_of(leader) is not None)
         if epoch > s.epoch:
-            if leader is not None and leader != s.id:
+            if leader is None:
+                self._transition_to_unattached(s, epoch)
+            elif known:
                 self._transition_to_follower(s, epoch, leader)
             else:
-                self._transition_to_unattached(s, epoch)
-        elif leader is not None and leader != s.id and s.leader is None:
-            self._transition_to_follower(s, epoch, leader)
+                self._unknown_endpoints(s, leader, epoch)
+        elif leader is not None and (s.leader is None or (known and not self._knows_leader_endpoints(s))):
+            if known:
+                self._transition_to_follower(s, epoch, leader)
+            else:
+                self._unknown_endpoints(s, leader, epoch)
         return True
+
+    def _unknown_endpoints(self, s: Server, leader: int, epoch: int) -> None:
+        """3.9.0 ``KafkaRaftClient.transitionToFollower`` throws IllegalArgumentException when neither the
+        message nor this server's voter set has the leader's endpoints: recorded, no transition."""
+        self._event("UnknownLeaderEndpoints", server=s.id, epoch=epoch, leader=leader)
 
     def _election_timeout(self, s: Server) -> None:
         """The election timeout of an unattached / follower / candidate / prospective voter (Kafka's
@@ -303,17 +328,22 @@ class Quorum:
         if not s.is_voter():
             raise StepRefused(f"server {s.id} is an observer: it never becomes candidate")
         if self.variant.pre_vote:
+            # apache/kafka 53364c5 (4.x) KafkaRaftClient: pollResigned -> transitionToUnattached(epoch + 1);
+            # pollProspective -> prospectiveTransitionAfterElectionLoss; pollCandidate (election timeout
+            # or backoff complete), pollUnattachedAsVoter, pollFollowerAsVoter -> transitionToProspective.
             if s.role is QuorumRole.RESIGNED:
-                # TLA+ kip_996 ResignedElectionTimeout: unattached in epoch + 1.
                 self._transition_to_unattached(s, s.epoch + 1)
-                return
-            if s.role is not QuorumRole.CANDIDATE:
+            elif s.role is QuorumRole.PROSPECTIVE:
+                self._prospective_election_loss(s)
+            else:
                 self._transition_to_prospective(s)
-                return
+            return
         self._transition_to_candidate(s)
 
     def _transition_to_prospective(self, s: Server) -> None:
-        """KIP-996: prospective in the same epoch (memory only: it votes for no one), pre-votes sent."""
+        """``QuorumState.transitionToProspective`` (53364c5): the same epoch, leader id, endpoints and voted
+        key (a candidate's own), memory only; ``onBecomeProspective`` forgets the requests in flight and
+        pre-votes are sent (``maybeSendVoteRequests`` with preVote)."""
         leader = s.leader
         self._become(s, QuorumRole.PROSPECTIVE, s.epoch, leader=leader, voted=s.voted_key, durable=False)
         s.election_voters = s.last_voters()[1]
@@ -391,13 +421,14 @@ class Quorum:
 
     def _handle_vote_request(self, s: Server, r: VoteRequest) -> VoteResponse:
         """``KafkaRaftClient.handleVoteRequest``: FENCED_LEADER_EPOCH for an older epoch; a higher epoch
-        makes the receiver unattached first (not for a pre-vote, which changes nothing: KIP-996);
+        makes the receiver unattached first (a pre-vote's too: apache/kafka 53364c5);
         INVALID_VOTER_KEY when the candidate names another directory of this id (KIP-853); then
         the state's ``canGrantVote`` decides and a granted standard vote is persisted."""
         pre = r.pre_vote
         if r.candidate_epoch < s.epoch:
             return VoteResponse("FENCED_LEADER_EPOCH", s.epoch, s.leader, False, pre)
-        if r.candidate_epoch > s.epoch and not pre:
+        if r.candidate_epoch > s.epoch:
+            # 3.9.0 and 53364c5 handleVoteRequest: a (pre-)vote of a higher epoch moves the receiver first
             self._transition_to_unattached(s, r.candidate_epoch)
         if r.voter_key[0] != s.id or (r.voter_key[1] is not None and r.voter_key[1] != s.directory_id):
             return VoteResponse("INVALID_VOTER_KEY", s.epoch, s.leader, False, pre)
@@ -433,25 +464,26 @@ class Quorum:
             return log_ok and not s.has_fetched_from_leader
         return log_ok
 
-    def _maybe_handle_common_response(self, s: Server, error: str, leader: int | None, epoch: int) -> bool:
+    def _maybe_handle_common_response(self, s: Server, error: str, leader: int | None, epoch: int,
+                                      endpoints: bool = True) -> bool:
         """``KafkaRaftClient.maybeHandleCommonResponse``: True when the response was handled here (an
         older epoch is ignored; a newer one, FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER moves this
         server to the epoch and leader the response names)."""
         if epoch < s.epoch or error == "UNKNOWN_LEADER_EPOCH":
             return True
         if epoch > s.epoch or error in ("FENCED_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER"):
-            self._maybe_transition(s, leader, epoch)
+            self._maybe_transition(s, leader, epoch, endpoints)
             return True
         if leader is not None and s.leader is None:
             # the leader of this epoch learned (transitionToFollower; naming this server: inconsistent)
-            return not self._maybe_transition(s, leader, epoch) or error != NONE
+            return not self._maybe_transition(s, leader, epoch, endpoints) or error != NONE
         return error in ("BROKER_NOT_AVAILABLE", "INVALID_VOTER_KEY")
 
     def _handle_vote_response(self, s: Server, voter: int, r: VoteResponse) -> None:
         """``KafkaRaftClient.handleVoteResponse``: a candidate records the vote of a voter of its election
         (``CandidateState.recordGrantedVote``), leads with a majority, backs off once a majority
         rejected; a prospective counts pre-votes the same way (KIP-996)."""
-        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch) or r.error != NONE:
+        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch, r.endpoints) or r.error != NONE:
             return
         expected = QuorumRole.PROSPECTIVE if r.pre_vote else QuorumRole.CANDIDATE
         if s.role is not expected:
@@ -469,15 +501,22 @@ class Quorum:
             self._event("ElectionLost", server=s.id, epoch=s.epoch)
 
     def _maybe_conclude_pre_vote(self, s: Server) -> None:
-        """TLA+ kip_996 ``ConcludePreVote``: a majority of pre-votes makes a candidate; a majority
-        rejecting sends it back to follower (leader known) or unattached, in the same epoch."""
+        """53364c5 ``maybeTransitionToCandidate`` / ``maybeHandleElectionLoss``: a majority of pre-votes
+        makes a candidate; a majority rejecting is an election loss."""
         if len(s.votes_granted) >= majority(s.election_voters):
             self._transition_to_candidate(s)
         elif len(s.election_voters) - len(s.votes_rejected) < majority(s.election_voters):
-            if s.leader is not None:
-                self._become(s, QuorumRole.FOLLOWER, s.epoch, leader=s.leader, durable=False)
-            else:
-                self._become(s, QuorumRole.UNATTACHED, s.epoch, voted=s.voted_key, durable=False)
+            self._prospective_election_loss(s)
+
+    def _prospective_election_loss(self, s: Server) -> None:
+        """53364c5 ``prospectiveTransitionAfterElectionLoss`` (election lost or timed out): follower of
+        the known leader when its endpoints are known, else unattached with the leader id it knows; the
+        same epoch keeps the voted key (4.x ``QuorumState.transitionToFollower`` /
+        ``transitionToUnattached``), durably."""
+        if s.leader is not None and s.leader_endpoints:
+            self._become(s, QuorumRole.FOLLOWER, s.epoch, leader=s.leader, voted=s.voted_key)
+        else:
+            self._become(s, QuorumRole.UNATTACHED, s.epoch, leader=s.leader, voted=s.voted_key)
 
     # -- BeginQuorumEpoch / EndQuorumEpoch ---------------------------------------------------------
 
@@ -504,7 +543,7 @@ class Quorum:
 
     def _handle_epoch_response(self, s: Server, sender: Server,
                                r: BeginQuorumEpochResponse | EndQuorumEpochResponse) -> None:
-        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch):
+        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch, r.endpoints):
             return
         if isinstance(r, BeginQuorumEpochResponse) and s.leader_state is not None and r.error == NONE:
             s.leader_state.acknowledged.add(sender.id)  # LeaderState.addAcknowledgementFrom
@@ -516,7 +555,9 @@ class Quorum:
             raise StepRefused(f"server {s.id} is the leader: it does not fetch")
         if s.role in (QuorumRole.CANDIDATE, QuorumRole.PROSPECTIVE):
             raise StepRefused(f"server {s.id} is {s.role.value}: it does not fetch")
-        target = to if to is not None else s.leader
+        # without the leader's endpoints (an unattached server that knows only its id) Kafka fetches from
+        # the bootstrap servers (pollUnattachedCommon): name one with `to`
+        target = to if to is not None else (s.leader if self._knows_leader_endpoints(s) else None)
         if target is None or target == s.id:
             raise StepRefused(f"server {s.id} knows no leader: name the server its fetch goes to")
         self._server(target)
@@ -565,7 +606,7 @@ class Quorum:
         """``handleFetchResponse``: a diverging epoch truncates (``ReplicatedLog.truncateToEndOffset``;
         below the HW Kafka throws and the client dies: the server stops here), records are appended
         (a voter flushes: ``appendAsFollower``), the HW follows the leader's (never down)."""
-        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch):
+        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch, r.endpoints):
             return
         if r.error != NONE or s.role is not QuorumRole.FOLLOWER:
             return
@@ -758,7 +799,7 @@ class Quorum:
         f = s.state_file
         s.hw, s.leader_state = 0, None
         s.votes_granted, s.votes_rejected, s.backing_off, s.has_fetched_from_leader = set(), set(), False, False
-        s.epoch, s.voted_key, s.leader = f.epoch, f.voted_key, f.leader
+        s.epoch, s.voted_key, s.leader, s.leader_endpoints = f.epoch, f.voted_key, f.leader, False
         if f.epoch < s.last_epoch():
             s.role, s.epoch, s.voted_key, s.leader = QuorumRole.UNATTACHED, s.last_epoch(), None, None
         elif f.leader == s.id:
@@ -776,6 +817,7 @@ class Quorum:
             s.role = QuorumRole.UNATTACHED
         elif f.leader is not None and s.voter_key_of(f.leader) is not None:
             s.role = QuorumRole.FOLLOWER
+            s.leader_endpoints = True
         else:
             s.role = QuorumRole.UNATTACHED
         self._persist(s)

@@ -238,20 +238,20 @@ def _message(m: Message, expected: int = 0) -> tuple:
         return (0, m.candidate_epoch, m.candidate_key, m.last_offset_epoch, m.last_offset, m.voter_key, m.pre_vote,
                 expected)
     if isinstance(m, VoteResponse):
-        return (1, m.error, m.leader_epoch, m.leader_id, m.vote_granted, m.pre_vote, expected)
+        return (1, m.error, m.leader_epoch, m.leader_id, m.vote_granted, m.pre_vote, m.endpoints, expected)
     if isinstance(m, BeginQuorumEpochRequest):
         return (2, m.leader_epoch, m.leader_id, m.voter_key, expected)
     if isinstance(m, BeginQuorumEpochResponse):
-        return (3, m.error, m.leader_epoch, m.leader_id, expected)
+        return (3, m.error, m.leader_epoch, m.leader_id, m.endpoints, expected)
     if isinstance(m, EndQuorumEpochRequest):
         return (4, m.leader_epoch, m.leader_id, m.preferred_successors, expected)
     if isinstance(m, EndQuorumEpochResponse):
-        return (5, m.error, m.leader_epoch, m.leader_id, expected)
+        return (5, m.error, m.leader_epoch, m.leader_id, m.endpoints, expected)
     if isinstance(m, FetchRequest):
         return (6, m.replica_key, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.max_records, expected)
     if isinstance(m, FetchResponse):
         return (7, m.error, m.leader_epoch, m.leader_id, tuple([_record(r) for r in m.records]), m.base_offset,
-                m.high_watermark, m.diverging_epoch, m.diverging_end_offset, expected)
+                m.high_watermark, m.diverging_epoch, m.diverging_end_offset, m.endpoints, expected)
     raise ExploreError(f"unknown message {m!r}")  # pragma: no cover - the message union is closed
 
 
@@ -271,7 +271,8 @@ def _server(s: Server) -> tuple:
     return (s.id, s.directory_id, s.bootstrap_voters, ROLE_INDEX[s.role], s.epoch, s.voted_key, s.leader,
             tuple([_record(r) for r in s.log]), s.flushed, s.hw, s.cache.as_tuple(), (f.epoch, f.voted_key, f.leader),
             tuple(sorted(s.votes_granted)) if campaign else (), tuple(sorted(s.votes_rejected)) if campaign else (),
-            s.election_voters if campaign else (), s.has_fetched_from_leader, leader, tuple(sorted(s.expected)))
+            s.election_voters if campaign else (), s.has_fetched_from_leader, leader, tuple(sorted(s.expected)),
+            s.leader_endpoints)
 
 
 def canonical(node: Node) -> tuple:
@@ -311,18 +312,18 @@ def _message_of(t: tuple, cid: int) -> Message:
     if tag == 0:
         return VoteRequest(t[1], t[2], t[3], t[4], t[5], t[6], cid)
     if tag == 1:
-        return VoteResponse(t[1], t[2], t[3], t[4], t[5], cid)
+        return VoteResponse(t[1], t[2], t[3], t[4], t[5], t[6], cid)
     if tag == 2:
         return BeginQuorumEpochRequest(t[1], t[2], t[3], cid)
     if tag == 3:
-        return BeginQuorumEpochResponse(t[1], t[2], t[3], cid)
+        return BeginQuorumEpochResponse(t[1], t[2], t[3], t[4], cid)
     if tag == 4:
         return EndQuorumEpochRequest(t[1], t[2], t[3], cid)
     if tag == 5:
-        return EndQuorumEpochResponse(t[1], t[2], t[3], cid)
+        return EndQuorumEpochResponse(t[1], t[2], t[3], t[4], cid)
     if tag == 6:
         return FetchRequest(t[1], t[2], t[3], t[4], t[5], cid)
-    return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8], cid)
+    return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8], t[9], cid)
 
 
 def restore(space: QuorumSpace, packed: bytes) -> Node:
@@ -330,7 +331,7 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
     servers_t, links, ghost, counters, stable = marshal.loads(zlib.decompress(packed))
     q = Quorum(space.voters, space.observers, space.variant)
     for (sid, directory_id, bootstrap, role, epoch, voted, leader, log, flushed, hw, cache, state_file, granted, rejected,
-         election_voters, fetched, ls, expected) in servers_t:
+         election_voters, fetched, ls, expected, endpoints) in servers_t:
         leader_state = None
         if ls is not None:
             ls_epoch, start, high_watermark, replicas, pending = ls
@@ -341,7 +342,7 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
                                 [_record_of(r) for r in log], flushed, hw, LeaderEpochCache("v2", cache),
                                 ElectionState(state_file[0], state_file[1], state_file[2]), set(granted), set(rejected),
                                 election_voters, False, fetched, leader_state,
-                                {dest: i + 1 for i, dest in enumerate(expected)}, len(expected))
+                                {dest: i + 1 for i, dest in enumerate(expected)}, len(expected), endpoints)
     q.in_flight = {}
     for link, msgs in links:
         restored: deque[Message] = deque()
@@ -364,7 +365,8 @@ def _clone_server(s: Server) -> Server:
                                    ls.resign_requested)
     return Server(s.id, s.directory_id, s.bootstrap_voters, s.role, s.epoch, s.voted_key, s.leader, list(s.log), s.flushed,
                   s.hw, s.cache.copy(), s.state_file, set(s.votes_granted), set(s.votes_rejected), s.election_voters,
-                  s.backing_off, s.has_fetched_from_leader, leader_state, dict(s.expected), s.next_correlation)
+                  s.backing_off, s.has_fetched_from_leader, leader_state, dict(s.expected), s.next_correlation,
+                  s.leader_endpoints)
 
 
 def clone(space: QuorumSpace, node: Node) -> Node:

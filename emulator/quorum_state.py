@@ -79,6 +79,7 @@ class VoteResponse:
     leader_id: int | None
     vote_granted: bool
     pre_vote: bool = False
+    endpoints: bool = True  # the named leader's endpoints are in the message (KIP-853 NodeEndpoints)
     correlation_id: int = 0
 
 
@@ -95,6 +96,7 @@ class BeginQuorumEpochResponse:
     error: str
     leader_epoch: int
     leader_id: int | None
+    endpoints: bool = True  # the named leader's endpoints are in the message (KIP-853 NodeEndpoints)
     correlation_id: int = 0
 
 
@@ -111,6 +113,7 @@ class EndQuorumEpochResponse:
     error: str
     leader_epoch: int
     leader_id: int | None
+    endpoints: bool = True  # the named leader's endpoints are in the message (KIP-853 NodeEndpoints)
     correlation_id: int = 0
 
 
@@ -134,6 +137,7 @@ class FetchResponse:
     high_watermark: int = -1  # -1: the leader knows none yet
     diverging_epoch: int = -1
     diverging_end_offset: int = -1
+    endpoints: bool = True  # the named leader's endpoints are in the message (KIP-853 NodeEndpoints)
     correlation_id: int = 0
 
 
@@ -231,6 +235,7 @@ class Server:
     # (ConnectionState.inFlightCorrelationId); every transition but a granted vote forgets them (resetAll)
     expected: dict[int, int] = field(default_factory=dict)
     next_correlation: int = 0  # NetworkChannel.newCorrelationId
+    leader_endpoints: bool = False  # EpochState.leaderEndpoints() not empty (a follower's; an unattached's never)
 
     @property
     def alive(self) -> bool:

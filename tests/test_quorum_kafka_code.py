@@ -8,15 +8,19 @@ core before issue 47 (896fc71).
 
 from __future__ import annotations
 
+import pytest
+
 from emulator.quorum_state import (
     BeginQuorumEpochRequest,
     ElectionState,
     EndQuorumEpochRequest,
     FetchResponse,
     QuorumRole,
+    VoteRequest,
 )
 from emulator.quorum_steps import (
     Append,
+    BeginQuorumEpoch,
     Deliver,
     Drop,
     ElectionTimeout,
@@ -27,7 +31,8 @@ from emulator.quorum_steps import (
     RemoveVoter,
     Resign,
 )
-from emulator.quorum_variants import KRAFT595
+from emulator.quorum_variants import KRAFT595, KRAFT996
+from emulator.scenario import StepRefused
 from quorum_helpers import Run
 
 
@@ -132,3 +137,116 @@ def test_a_restarted_leader_resigns_and_tells_the_voters_with_expected_requests(
     assert r.s(1).role is QuorumRole.RESIGNED and set(r.s(1).expected) == {2, 3}
     assert isinstance(r.q.messages(1, 2)[0], EndQuorumEpochRequest)
     assert not any(isinstance(m, BeginQuorumEpochRequest) for m in r.q.messages(1, 2))
+
+
+# -- 3. pre-vote timeouts and a pre-vote of a higher epoch (apache/kafka 53364c5) ---------------------
+
+
+def test_prospective_times_out_to_unattached_and_ignores_the_last_rounds_grant():
+    """KafkaRaftClientPreVoteTest.testProspectiveTransitionsToUnattachedOnElectionFailure and
+    testPreVoteRequestTimeout (4.x; KafkaRaftClient.pollProspective -> prospectiveTransitionAfterElectionLoss
+    @53364c5): a prospective whose election times out goes unattached in its epoch, and prospective again
+    at the next timeout; a grant answering the previous round's pre-vote is ignored, the new round's
+    makes it candidate in epoch + 1 (before: it stayed prospective, and counted the old grant)."""
+    r = Run((1, 2), variant=KRAFT996)
+    r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.PROSPECTIVE and r.s(1).epoch == 0
+    r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.UNATTACHED and r.s(1).epoch == 0
+    r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.PROSPECTIVE
+    r(Deliver(1, 2), Deliver(2, 1))  # the first round's pre-vote, granted: no longer expected
+    assert r.s(1).role is QuorumRole.PROSPECTIVE
+    r(Deliver(1, 2), Deliver(2, 1))  # this round's
+    assert r.s(1).role is QuorumRole.CANDIDATE and r.s(1).epoch == 1
+    assert r.s(1).state_file == ElectionState(1, r.s(1).key, None)
+
+
+def _kraft996_leader_2():
+    r = Run((1, 2, 3), variant=KRAFT996)
+    r.elect(2)
+    assert r.s(2).role is QuorumRole.LEADER
+    r.fetch(1, 2), r.fetch(3, 2)
+    return r
+
+
+def test_prospective_with_leader_times_out_back_to_following_it():
+    """KafkaRaftClientPreVoteTest.testProspectiveWithLeaderTransitionsToFollower (4.x, 53364c5
+    prospectiveTransitionAfterElectionLoss): a follower whose fetch timeout made it prospective goes back
+    to following its leader when the election times out, and when a majority rejects its pre-votes
+    (the leader and a follower that fetched reject; assertElectedLeader: the same epoch and leader)."""
+    r = _kraft996_leader_2()
+    epoch = r.s(1).epoch
+    r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.PROSPECTIVE and r.s(1).leader == 2
+    r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.FOLLOWER and (r.s(1).epoch, r.s(1).leader) == (epoch, 2)
+    assert r.s(1).state_file == ElectionState(epoch, None, 2)
+    r(ElectionTimeout(1))
+    r.exchange(1, 2), r.exchange(1, 3)
+    assert r.s(1).role is QuorumRole.FOLLOWER and (r.s(1).epoch, r.s(1).leader) == (epoch, 2)
+
+
+def test_candidate_times_out_to_prospective_in_its_epoch():
+    """53364c5 KafkaRaftClient.pollCandidate: "Election was not granted, transitioning to prospective" --
+    the same epoch, pre-votes again; no epoch + 1 with standard votes (before: candidate in epoch 2)."""
+    r = Run((1, 2, 3), variant=KRAFT996)
+    r(ElectionTimeout(1), Deliver(1, 2), Deliver(2, 1))
+    assert r.s(1).role is QuorumRole.CANDIDATE and r.s(1).epoch == 1
+    r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.PROSPECTIVE and r.s(1).epoch == 1 and r.s(1).voted_key == r.s(1).key
+    assert r.q.messages(1, 3)[-1].pre_vote and r.q.messages(1, 3)[-1].candidate_epoch == 1
+
+
+def test_pre_vote_of_a_higher_epoch_moves_a_candidate_to_unattached():
+    """KafkaRaftClientPreVoteTest.testHandlePreVoteRequestAsCandidate (4.x; handleVoteRequest @53364c5
+    transitions to unattached for any request of a higher epoch): the candidate of epoch 1 answers a
+    pre-vote of epoch 2 granted, with no leader, and is unattached in epoch 2 without a vote."""
+    r = Run((1, 2, 3), variant=KRAFT996)
+    r(ElectionTimeout(1), Deliver(1, 2), Deliver(2, 1))
+    assert r.s(1).role is QuorumRole.CANDIDATE
+    r.q._send(2, 1, VoteRequest(2, (2, 1), 0, 0, (1, 1), pre_vote=True))
+    r(Deliver(2, 1))
+    answer = r.q.messages(1, 2)[-1]
+    assert answer.vote_granted and answer.leader_epoch == 2 and answer.leader_id is None
+    assert r.s(1).role is QuorumRole.UNATTACHED and r.s(1).epoch == 2 and r.s(1).voted_key is None
+
+
+# -- 4. an unattached server that knows only the leader's id (QuorumState.initialize, maybeTransition) ---
+
+
+def _restarted_without_the_leaders_endpoints(variant=None):
+    """2 holds the VotersRecord removing leader 1 (not committed: 1 still leads) and restarts: its file
+    names leader 1, outside its voter set -> unattached with leader 1 and no endpoints (3.9.0
+    QuorumState.initialize)."""
+    r = _leader_with_hw(variant=variant) if variant else _leader_with_hw()
+    r(RemoveVoter(1))
+    r.fetch(2, 1)
+    r(QuorumCrash(2), QuorumRestart(2))
+    assert r.s(2).role is QuorumRole.UNATTACHED and r.s(2).leader == 1 and r.s(2).voter_ids() == (2, 3)
+    return r
+
+
+def test_unattached_knowing_only_the_leaders_id_follows_once_a_message_brings_its_endpoints():
+    """3.9.0 KafkaRaftClient.maybeTransition: same epoch, ``leaderEndpoints.size() >
+    quorum.leaderEndpoints().size()`` -> transitionToFollower.  The leader's BeginQuorumEpoch carries its
+    endpoints: 2 follows 1 (before: it stayed unattached for good).  Without them it fetches from no
+    leader by default (refused: name a bootstrap server)."""
+    r = _restarted_without_the_leaders_endpoints()
+    with pytest.raises(StepRefused):
+        r(QuorumFetch(2))
+    r(BeginQuorumEpoch(1, 2), Deliver(1, 2))
+    assert r.s(2).role is QuorumRole.FOLLOWER and r.s(2).leader == 1
+
+
+def test_prospective_without_the_leaders_endpoints_times_out_to_unattached_with_its_id():
+    """KafkaRaftClientPreVoteTest.testProspectiveLosesElectionHasLeaderButMissingEndpoint (4.x, 53364c5):
+    prospective knowing the leader's id but not its endpoints times out to unattached, still with the
+    leader's id (hasLeader), then prospective again."""
+    r = _restarted_without_the_leaders_endpoints(KRAFT996)
+    r(ElectionTimeout(2))
+    assert r.s(2).role is QuorumRole.PROSPECTIVE and r.s(2).leader == 1
+    r(ElectionTimeout(2))
+    assert r.s(2).role is QuorumRole.UNATTACHED and r.s(2).leader == 1
+    r(ElectionTimeout(2))
+    assert r.s(2).role is QuorumRole.PROSPECTIVE and r.s(2).leader == 1
