@@ -394,9 +394,11 @@ class Quorum:
         if s.role is not QuorumRole.LEADER or s.leader_state is None:
             raise StepRefused(f"server {s.id} is not a leader: it cannot resign")
         ls = s.leader_state
-        others = [k[0] for k in s.last_voters()[1] if k[0] != s.id]
+        voters = {k[0]: k for k in s.last_voters()[1] if k[0] != s.id}
+        others = sorted(voters)
+
         def fetched(v: int) -> int:
-            replica = ls.replicas.get(v)
+            replica = ls.replicas.get(voters[v])
             return -1 if replica is None or replica.end_offset is None else replica.end_offset
 
         successors = tuple(sorted(others, key=lambda v: (-fetched(v), v)))
@@ -581,8 +583,7 @@ class Quorum:
             epoch, end = self._end_offset_for_epoch(s, r.last_fetched_epoch)
             if epoch != r.last_fetched_epoch or end < r.fetch_offset:
                 return FetchResponse(NONE, s.epoch, s.id, high_watermark=hw, diverging_epoch=epoch, diverging_end_offset=end)
-        replica = ls.replicas.setdefault(r.replica_key[0], ReplicaState(r.replica_key))
-        replica.key = r.replica_key
+        replica = ls.replicas.setdefault(self._replica_state_key(s, r.replica_key), ReplicaState(r.replica_key))
         leader_leo = s.leo
         # ReplicaState.updateFollowerState: caught up when it reached the leader's LEO now or at its last fetch.
         if r.fetch_offset >= leader_leo or (replica.last_fetch_leader_leo > 0 and r.fetch_offset >= replica.last_fetch_leader_leo):
@@ -668,8 +669,19 @@ class Quorum:
         """``LeaderState.updateLocalState``: the leader's own end offset, then maybe the HW."""
         ls = s.leader_state
         assert ls is not None
-        ls.replicas[s.id] = ReplicaState(s.key, s.leo, s.leo, True)
+        ls.replicas[self._replica_state_key(s, s.key)] = ReplicaState(s.key, s.leo, s.leo, True)
         self._maybe_update_high_watermark(s)
+
+    @staticmethod
+    def _replica_state_key(s: Server, key: ReplicaKey) -> ReplicaKey:
+        """Where the leader keeps the fetch state of ``key`` (3.9.0 ``LeaderState.getOrCreateReplicaState``):
+        the state of the voter of the last voter set with that id when the key matches it (a voter
+        without directory id matches any: static voters), else the observer state of that very key --
+        so a voter back with a new disk fetches as an observer and its old copy's offset stays."""
+        for voter in s.last_voters()[1]:
+            if voter[0] == key[0] and (voter[1] is None or voter[1] == key[1]):
+                return voter
+        return key
 
     def _maybe_update_high_watermark(self, s: Server) -> None:
         """``LeaderState.maybeUpdateHighWatermark``: the offset held by a majority of the voters of the
@@ -678,8 +690,8 @@ class Quorum:
         ls = s.leader_state
         assert ls is not None
         voters = s.last_voters()[1]
-        offsets = sorted(((ls.replicas[k[0]].end_offset if k[0] in ls.replicas and is_voter_key(
-            (k,), ls.replicas[k[0]].key) else None) for k in voters), key=lambda o: -1 if o is None else o, reverse=True)
+        offsets = sorted(((ls.replicas[k].end_offset if k in ls.replicas else None) for k in voters),
+                         key=lambda o: -1 if o is None else o, reverse=True)
         candidate = offsets[len(voters) // 2]
         if candidate is None or candidate <= ls.epoch_start_offset:
             return
@@ -731,7 +743,7 @@ class Quorum:
             return
         ls = s.leader_state
         assert ls is not None
-        replica = ls.replicas.get(new.id)
+        replica = ls.replicas.get(self._replica_state_key(s, new.key))
         if not new.alive or replica is None or replica.key != new.key or not replica.caught_up:
             self._error(s, "add_voter", "REQUEST_TIMED_OUT", detail=f"server {new.id} is not caught up")
             return

@@ -255,6 +255,12 @@ def _message(m: Message, expected: int = 0) -> tuple:
     raise ExploreError(f"unknown message {m!r}")  # pragma: no cover - the message union is closed
 
 
+def _by_key(item: tuple) -> tuple[int, int]:
+    """Replica states in key order (a static voter's directory id None first)."""
+    key = item[0]
+    return (key[0], -1 if key[1] is None else key[1])
+
+
 def _server(s: Server) -> tuple:
     """Everything of a server that a future step or verdict reads.  Left out: what only records
     history (``LeaderState.granting_voters`` and ``acknowledged``, ``backing_off``: written, never
@@ -266,7 +272,7 @@ def _server(s: Server) -> tuple:
         pending = None if ls.pending is None else (ls.pending.operation, ls.pending.voter, ls.pending.offset)
         leader = (ls.epoch, ls.epoch_start_offset, ls.high_watermark,
                   tuple([(rid, r.key, r.end_offset, r.last_fetch_leader_leo, r.caught_up)
-                         for rid, r in sorted(ls.replicas.items())]), pending)
+                         for rid, r in sorted(ls.replicas.items(), key=_by_key)]), pending)
     f = s.state_file
     return (s.id, s.directory_id, s.bootstrap_voters, ROLE_INDEX[s.role], s.epoch, s.voted_key, s.leader,
             tuple([_record(r) for r in s.log]), s.flushed, s.hw, s.cache.as_tuple(), (f.epoch, f.voted_key, f.leader),

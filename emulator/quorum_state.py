@@ -203,7 +203,9 @@ class LeaderState:
     epoch_start_offset: int
     granting_voters: tuple[int, ...]
     high_watermark: int | None = None  # Optional.empty() until a record of this epoch is committed
-    replicas: dict[int, ReplicaState] = field(default_factory=dict)
+    # LeaderState.voterStates (by the voter's key) and observerStates (by the fetcher's key): see
+    # Quorum._replica_state_key
+    replicas: dict[ReplicaKey, ReplicaState] = field(default_factory=dict)
     pending: PendingVoterChange | None = None
     acknowledged: set[int] = field(default_factory=set)
     resign_requested: bool = False  # LeaderState.requestResign: the leader resigns at its next poll (pollLeader)

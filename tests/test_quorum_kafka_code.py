@@ -250,3 +250,26 @@ def test_prospective_without_the_leaders_endpoints_times_out_to_unattached_with_
     assert r.s(2).role is QuorumRole.UNATTACHED and r.s(2).leader == 1
     r(ElectionTimeout(2))
     assert r.s(2).role is QuorumRole.PROSPECTIVE and r.s(2).leader == 1
+
+
+# -- 9. the leader's fetch states: voters by their voter key, observers by theirs ---------------------
+
+
+def test_a_voter_back_with_a_new_disk_leaves_its_old_copys_offset_counted():
+    """3.9.0 LeaderState.getOrCreateReplicaState / isVoter: a fetch whose key does not match the voter
+    of that id (a new directory id after a lost disk) is an observer's state; the voter's state keeps
+    the old copy's offset, and maybeUpdateHighWatermark counts it.  Five voters: 2 held offset 3, lost
+    its disk and fetched again (the answer not yet arrived); 3 reaches offset 3: the HW moves to 3 held
+    by 1 and 3 only -- HighWatermarkMajority, as Kafka commits it (before: 2's new fetch overwrote its
+    old offset, and the HW stayed)."""
+    r = Run((1, 2, 3, 4, 5))
+    r.elect(1)
+    r(Append("a"))
+    r.fetch(2, 2), r.fetch(3, 1)
+    assert r.s(1).leader_state.high_watermark is None
+    r(QuorumCrash(2), LoseDisk(2))
+    r(QuorumFetch(2, to=1), Deliver(2, 1), Deliver(1, 2))  # FENCED_LEADER_EPOCH: it follows 1 in epoch 1
+    r(QuorumFetch(2), Deliver(2, 1))  # the new copy's fetch at offset 0 (its answer stays in flight)
+    r.fetch(3, 1)
+    assert r.s(1).hw == 3 and r.s(2).leo == 0
+    assert [v for v, _ in r.violations] == ["HighWatermarkMajority"]
