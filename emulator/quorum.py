@@ -97,12 +97,20 @@ class Quorum:
         self.in_flight: dict[tuple[int, int], deque[Message]] = {}
         self.step_number = 0
         self._out = QuorumOutcome()
+        # What the servers did when they started (KafkaRaftClient.initialize: a lone voter elects itself),
+        # reported with the first step's outcome (the checker observes it then).
+        self.pending: QuorumOutcome | None = None
+        for _, s in sorted(self.servers.items()):
+            self._maybe_elect_only_voter(s)
+        if self._out.effects or self._out.events:
+            self.pending = self._out
 
     # -- the step entry point --------------------------------------------------------------
 
     def apply(self, step: QuorumStep) -> QuorumOutcome:
         """Take one step; a refused step raises ``StepRefused`` before changing anything."""
-        self._out = QuorumOutcome()
+        p = self.pending
+        self._out = QuorumOutcome() if p is None else QuorumOutcome(list(p.errors), list(p.events), list(p.effects))
         self.step_number += 1
         if isinstance(step, ElectionTimeout):
             self._election_timeout(self._server(step.server, alive=True))
@@ -132,6 +140,7 @@ class Quorum:
         else:  # pragma: no cover - the step union is closed
             raise StepRefused(f"unknown quorum step {step!r}")
         self._poll_leaders()
+        self.pending = None
         return self._out
 
     def _poll_leaders(self) -> None:
@@ -834,6 +843,21 @@ class Quorum:
             s.role = QuorumRole.UNATTACHED
         self._persist(s)
         self._event("Restarted", server=s.id, role=s.role.value, epoch=s.epoch)
+        if s.role is QuorumRole.CANDIDATE:
+            self._maybe_transition_to_leader(s)  # KafkaRaftClient.initialize -> onBecomeCandidate
+        self._maybe_elect_only_voter(s)
+
+    def _maybe_elect_only_voter(self, s: Server) -> None:
+        """3.9.0 ``KafkaRaftClient.initialize``: "When there is only a single voter, become candidate
+        immediately" (``quorum.isOnlyVoter() && !quorum.isCandidate()`` -> transitionToCandidate, which
+        wins at once); with pre-vote the lone voter's prospective state concludes at once too."""
+        voters = s.last_voters()[1]
+        if s.alive and s.role not in (QuorumRole.CANDIDATE, QuorumRole.LEADER) and len(voters) == 1 \
+                and is_voter_key(voters, s.key):
+            if self.variant.pre_vote:
+                self._transition_to_prospective(s)
+            else:
+                self._transition_to_candidate(s)
 
     def _lose_disk(self, s: Server) -> None:
         """The disk is replaced and the server formatted again: a new directory id, no log, no

@@ -336,6 +336,7 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
     """The node of a packed canonical tuple (what ``canonical`` leaves out at its reset value)."""
     servers_t, links, ghost, counters, stable = marshal.loads(zlib.decompress(packed))
     q = Quorum(space.voters, space.observers, space.variant)
+    q.pending = None  # a restored state is past its first step
     for (sid, directory_id, bootstrap, role, epoch, voted, leader, log, flushed, hw, cache, state_file, granted, rejected,
          election_voters, fetched, ls, expected, endpoints) in servers_t:
         leader_state = None
@@ -379,6 +380,7 @@ def clone(space: QuorumSpace, node: Node) -> Node:
     """An independent copy of a node (records, messages, keys and the state file are immutable: shared)."""
     q = Quorum(space.voters, space.observers, space.variant)
     q.servers = {sid: _clone_server(s) for sid, s in node.q.servers.items()}
+    q.pending = node.q.pending
     q.in_flight = {link: deque(msgs) for link, msgs in node.q.in_flight.items() if msgs}
     g = node.checker
     return Node(q, QuorumChecker(dict(g.leaders), dict(g.committed), dict(g.committed_in)), node.counters, node.stable)

@@ -31,7 +31,7 @@ from emulator.quorum_steps import (
     RemoveVoter,
     Resign,
 )
-from emulator.quorum_variants import KRAFT595, KRAFT996
+from emulator.quorum_variants import KRAFT595, KRAFT853, KRAFT996
 from emulator.scenario import StepRefused
 from quorum_helpers import Run
 
@@ -273,3 +273,48 @@ def test_a_voter_back_with_a_new_disk_leaves_its_old_copys_offset_counted():
     r.fetch(3, 1)
     assert r.s(1).hw == 3 and r.s(2).leo == 0
     assert [v for v, _ in r.violations] == ["HighWatermarkMajority"]
+
+
+# -- 7. a one-voter quorum elects itself at start and restart (KafkaRaftClient.initialize) ---------------
+
+
+def test_initialize_single_member_quorum():
+    """KafkaRaftClientTest.testInitializeSingleMemberQuorum (3.9.0): the lone voter is leader of epoch 1
+    as soon as it starts (``initialize``: isOnlyVoter -> transitionToCandidate, granted at once;
+    assertElectedLeader(1, localId)), and the first step's outcome reports it to the checker."""
+    for variant in (KRAFT595, KRAFT853, KRAFT996):
+        r = Run((1,), variant=variant)
+        assert r.s(1).role is QuorumRole.LEADER and r.s(1).epoch == 1
+        assert r.s(1).state_file == ElectionState(1, None, 1)
+        out = r(Append("a"))
+        assert r.s(1).hw == r.s(1).leo and any(type(e).__name__ == "BecameLeader" for e in out.effects)
+        assert r.checker.leaders == {1: 1} and r.violations == []
+
+
+def test_initialize_as_leader_from_state_store_single_member_quorum():
+    """KafkaRaftClientTest.testInitializeAsLeaderFromStateStoreSingleMemberQuorum (3.9.0): a lone voter
+    restarted from a file naming it leader of epoch e starts resigned and, being the only voter, is at
+    once candidate and leader of epoch e + 1 ("We should still bump the epoch after initialization")."""
+    r = Run((1,))
+    r(Append("a"), QuorumCrash(1), QuorumRestart(1))
+    assert r.s(1).role is QuorumRole.LEADER and r.s(1).epoch == 2
+    r(Append("b"))
+    assert [rec.value for rec in r.s(1).log if rec.control.value == "data"] == ["a", "b"]
+    assert r.violations == []
+
+
+def test_a_lone_voters_start_survives_the_state_document():
+    """The stream keeps a metadata partition as a document between micro-batches: a quorum saved
+    before its first step still reports the lone voter's election with that step."""
+    import json
+
+    from emulator.quorum_codec import quorum_from_document, quorum_to_document
+    from emulator.quorum_invariants import QuorumChecker
+
+    q = Run((1,)).q
+    doc = json.loads(json.dumps(quorum_to_document(q, QuorumChecker())))
+    q2, checker = quorum_from_document(doc)
+    out = q2.apply(Append("a"))
+    assert [type(e).__name__ for e in out.effects][:2] == ["BecameLeader", "HighWatermarkAdvanced"]
+    checker.observe(q2, out)
+    assert checker.committed and checker.leaders == {1: 1}
