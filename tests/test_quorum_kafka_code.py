@@ -318,3 +318,29 @@ def test_a_lone_voters_start_survives_the_state_document():
     assert [type(e).__name__ for e in out.effects][:2] == ["BecameLeader", "HighWatermarkAdvanced"]
     checker.observe(q2, out)
     assert checker.committed and checker.leaders == {1: 1}
+
+
+# -- 10. verdicts: NoLogDivergence is pairwise below the common HW ------------------------------------
+
+
+def test_log_matching_compares_running_servers_pairwise_not_with_the_checkers_history():
+    """TLA+ kip_853 NoLogDivergence (kraft_kip_853_properties.tla @823615e): two started servers' logs are
+    equal below their lowest common HW.  Static voters 1 and 2 lose their disks after 'a' was committed
+    (KIP-853's motivation), elect 2 in epoch 2 with empty logs and commit 'b' at the same offset while 3,
+    the one holder of 'a', is down: Durability and LeaderCompleteness break, but no two running logs
+    diverge (before: both servers were judged against the checker's history and LogMatching broke too)."""
+    r = _leader_with_hw(variant=KRAFT595)
+    r(Append("a"))
+    r.fetch(2, 1), r.fetch(3, 1), r.fetch(3, 1)
+    assert r.s(1).hw == 2
+    r(QuorumCrash(1), LoseDisk(1), QuorumCrash(2), LoseDisk(2), QuorumCrash(3))
+    r(ElectionTimeout(2), ElectionTimeout(2))
+    r.exchange(2, 1), r.exchange(2, 1)  # the Votes, then BeginQuorumEpoch
+    assert r.s(2).role is QuorumRole.LEADER and r.s(2).epoch == 2
+    r(Append("b"))
+    r.fetch(1, 2)
+    assert r.s(2).hw == 2
+    names = {v for v, _ in r.violations}
+    assert "Durability" in names and "LogMatchingBelowHighWatermark" not in names
+    r(QuorumRestart(3))  # 3 holds 'a', but a restarted server's HW is not persisted (0): no common HW
+    assert "LogMatchingBelowHighWatermark" not in {v for v, _ in r.violations}
