@@ -124,9 +124,11 @@ _LINK = (Arg("source", ArgType.REPLICA, required=True, doc="the sender of the me
 
 QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): spec for spec in (
     StepSpec(QuorumStepKind.ELECTION_TIMEOUT, ElectionTimeout, (_SERVER,),
-             "A voter's election (or fetch) timeout fires: it becomes candidate in epoch + 1, votes for itself and "
-             "sends Vote to every other voter (pre_vote: it becomes prospective in its epoch and sends Vote with "
-             "PreVote=true); a resigned leader does the same. Refused on a leader, an observer or a stopped server."),
+             "A voter's election (or fetch) timeout fires: it (a resigned leader too) becomes candidate in epoch + 1, "
+             "votes for itself and sends Vote to every other voter. pre_vote: an unattached, follower or candidate "
+             "voter becomes prospective in its epoch and sends Vote with PreVote=true; a prospective goes back to "
+             "following the leader it knows, else unattached; a resigned leader goes unattached in epoch + 1. "
+             "Refused on a leader, an observer or a stopped server."),
     StepSpec(QuorumStepKind.DELIVER, Deliver, _LINK,
              "The oldest message in flight from source to destination arrives; a request is answered at once (the "
              "response is put in flight back). Refused when nothing is in flight on that link."),
