@@ -51,6 +51,7 @@ from .quorum_steps import (
     AddVoter,
     Append,
     BeginQuorumEpoch,
+    CheckQuorum,
     Deliver,
     Drop,
     ElectionTimeout,
@@ -124,7 +125,13 @@ class Quorum:
         elif isinstance(step, BeginQuorumEpoch):
             self._resend_begin_quorum_epoch(self._server(step.server, alive=True), step.to)
         elif isinstance(step, Resign):
-            self._resign(self._server(step.server, alive=True))
+            s = self._server(step.server, alive=True)
+            if step.epoch is None:
+                self._resign(s)
+            else:
+                self._resign_epoch(s, step.epoch)
+        elif isinstance(step, CheckQuorum):
+            self._check_quorum(self._server(step.server, alive=True))
         elif isinstance(step, Append):
             self._append(self._admin_target(step.server), step.value)
         elif isinstance(step, AddVoter):
@@ -416,6 +423,42 @@ class Quorum:
             if v in self.servers:
                 self._send_request(s, v, EndQuorumEpochRequest(s.epoch, s.id, successors))
 
+    def _resign_epoch(self, s: Server, epoch: int) -> None:
+        """3.9.0 ``KafkaRaftClient.resign(epoch)``: a newer epoch or a server that does not lead this epoch
+        cannot (IllegalArgumentException: refused); an older epoch,
+        or a resigned leader's own, is ignored; the leader's resignation is requested
+        (``LeaderState.requestResign``) and happens at its next poll (the end of this step)."""
+        if epoch > s.epoch:
+            raise StepRefused(f"server {s.id} cannot resign from epoch {epoch}, above its epoch {s.epoch}")
+        if epoch < s.epoch:
+            self._event("ResignIgnored", server=s.id, epoch=epoch, current=s.epoch)
+            return
+        if s.leader != s.id:
+            raise StepRefused(f"server {s.id} is not the leader of epoch {epoch}: it cannot resign")
+        if s.role is not QuorumRole.LEADER or s.leader_state is None:
+            self._event("ResignIgnored", server=s.id, epoch=epoch, current=s.epoch)
+            return
+        s.leader_state.resign_requested = True
+
+    def _check_quorum(self, s: Server) -> None:
+        """The check-quorum interval of a leader ends (``LeaderState.timeUntilCheckQuorumExpires``, 3.9.0;
+        its timer restarts once a majority fetched: ``updateCheckQuorumForFollowingVoter``): unless a
+        majority of its voters (the leader counted when it is one) fetched during the interval, it resigns
+        (``pollLeader``); else the next interval starts.  A one-voter leader's timer never expires."""
+        ls = s.leader_state
+        if s.role is not QuorumRole.LEADER or ls is None:
+            raise StepRefused(f"server {s.id} is not a leader: it has no check-quorum timer")
+        voters = s.last_voters()[1]
+        if len(voters) == 1:
+            raise StepRefused(f"server {s.id} leads a one-voter quorum: its check-quorum timer never expires")
+        fetched = len(ls.fetched_voters) + (1 if is_voter_key(voters, s.key) else 0)
+        if fetched >= majority(voters):
+            ls.fetched_voters = set()
+            self._event("CheckQuorumPassed", server=s.id, epoch=s.epoch)
+            return
+        self._event("CheckQuorumFailed", server=s.id, epoch=s.epoch, fetched=sorted(ls.fetched_voters))
+        self._resign(s)
+
     def _resend_begin_quorum_epoch(self, s: Server, to: int) -> None:
         if s.role is not QuorumRole.LEADER:
             raise StepRefused(f"server {s.id} is not a leader")
@@ -599,6 +642,7 @@ class Quorum:
             replica.caught_up = True
         replica.last_fetch_leader_leo, replica.end_offset = leader_leo, r.fetch_offset
         if is_voter_key(s.last_voters()[1], r.replica_key):
+            ls.fetched_voters.add(r.replica_key[0])  # LeaderState.updateFetchedVoters
             self._maybe_update_high_watermark(s)
         hw = -1 if ls.high_watermark is None else ls.high_watermark
         end = len(s.log) if r.max_records is None else min(len(s.log), r.fetch_offset + r.max_records)

@@ -59,6 +59,7 @@ from .quorum_steps import (
     AddVoter,
     Append,
     BeginQuorumEpoch,
+    CheckQuorum,
     Deliver,
     Drop,
     ElectionTimeout,
@@ -84,14 +85,16 @@ CODE_OF_KIND: dict[QuorumStepKind, str] = {
     QuorumStepKind.DROP: "D", QuorumStepKind.ELECTION_TIMEOUT: "E", QuorumStepKind.FETCH: "F",
     QuorumStepKind.RESIGN: "G", QuorumStepKind.ADD_VOTER: "J", QuorumStepKind.REMOVE_VOTER: "K",
     QuorumStepKind.LOSE_DISK: "L", QuorumStepKind.RESTART: "R", QuorumStepKind.DELIVER: "X",
+    QuorumStepKind.CHECK_QUORUM: "Q",
 }
 KIND_OF_CODE: dict[str, QuorumStepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
 assert set(CODE_OF_KIND) == set(QUORUM_STEP_TABLE) and len(KIND_OF_CODE) == len(QUORUM_STEP_TABLE), \
     "one distinct code letter per quorum step kind"
 
-# Searched when --steps is not given: everything but the graceful resignation (opt-in: no claim
-# here needs it).
-DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(k for k in QUORUM_STEP_TABLE if k is not QuorumStepKind.RESIGN)
+# Searched when --steps is not given: everything but the graceful resignation and the check-quorum
+# resignation (opt-in: no claim here needs them).
+DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(
+    k for k in QUORUM_STEP_TABLE if k not in (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM))
 
 # The claim of KIP-996 as a property the search judges (with ``QuorumSpace.returning``).
 STABLE_LEADER = "StableLeaderNotDisrupted"
@@ -261,10 +264,12 @@ def _by_key(item: tuple) -> tuple[int, int]:
     return (key[0], -1 if key[1] is None else key[1])
 
 
-def _server(s: Server) -> tuple:
+def _server(s: Server, fetched: bool = False) -> tuple:
     """Everything of a server that a future step or verdict reads.  Left out: what only records
     history (``LeaderState.granting_voters`` and ``acknowledged``, ``backing_off``: written, never
-    read by a rule) and a campaign's votes and voter set outside a campaign (reset on entering one)."""
+    read by a rule), a campaign's votes and voter set outside a campaign (reset on entering one), and
+    the voters that fetched since the last check of the quorum unless ``fetched`` (only ``check_quorum``
+    reads them)."""
     campaign = s.role in (QuorumRole.CANDIDATE, QuorumRole.PROSPECTIVE)
     ls = s.leader_state
     leader = None
@@ -272,7 +277,8 @@ def _server(s: Server) -> tuple:
         pending = None if ls.pending is None else (ls.pending.operation, ls.pending.voter, ls.pending.offset)
         leader = (ls.epoch, ls.epoch_start_offset, ls.high_watermark,
                   tuple([(rid, r.key, r.end_offset, r.last_fetch_leader_leo, r.caught_up)
-                         for rid, r in sorted(ls.replicas.items(), key=_by_key)]), pending)
+                         for rid, r in sorted(ls.replicas.items(), key=_by_key)]), pending,
+                  tuple(sorted(ls.fetched_voters)) if fetched else ())
     f = s.state_file
     return (s.id, s.directory_id, s.bootstrap_voters, ROLE_INDEX[s.role], s.epoch, s.voted_key, s.leader,
             tuple([_record(r) for r in s.log]), s.flushed, s.hw, s.cache.as_tuple(), (f.epoch, f.voted_key, f.leader),
@@ -281,7 +287,7 @@ def _server(s: Server) -> tuple:
             s.leader_endpoints)
 
 
-def canonical(node: Node) -> tuple:
+def canonical(node: Node, fetched: bool = False) -> tuple:
     """The state as nested tuples: every server (id order), every non-empty link (sorted) with its
     messages in order, the checker's ghost state (the leader of each epoch, the committed records
     and the epoch that committed each), the counters, the stable leader.  Not the step number, not
@@ -291,7 +297,7 @@ def canonical(node: Node) -> tuple:
                    for link in sorted(q.in_flight) if q.in_flight[link]])
     ghost = (tuple(sorted(g.leaders.items())), tuple([(o, _record(r)) for o, r in sorted(g.committed.items())]),
              tuple(sorted(g.committed_in.items())))
-    return (tuple([_server(s) for _, s in sorted(q.servers.items())]), links, ghost,
+    return (tuple([_server(s, fetched) for _, s in sorted(q.servers.items())]), links, ghost,
             (c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses), node.stable)
 
 
@@ -341,10 +347,11 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
          election_voters, fetched, ls, expected, endpoints) in servers_t:
         leader_state = None
         if ls is not None:
-            ls_epoch, start, high_watermark, replicas, pending = ls
+            ls_epoch, start, high_watermark, replicas, pending, fetched_voters = ls
             leader_state = LeaderState(ls_epoch, start, (), high_watermark,
                                        {rid: ReplicaState(key, end, leo, caught) for rid, key, end, leo, caught in replicas},
-                                       None if pending is None else PendingVoterChange(pending[0], pending[1], pending[2]))
+                                       None if pending is None else PendingVoterChange(pending[0], pending[1], pending[2]),
+                                       fetched_voters=set(fetched_voters))
         q.servers[sid] = Server(sid, directory_id, bootstrap, ROLES[role], epoch, voted, leader,
                                 [_record_of(r) for r in log], flushed, hw, LeaderEpochCache("v2", cache),
                                 ElectionState(state_file[0], state_file[1], state_file[2]), set(granted), set(rejected),
@@ -369,7 +376,7 @@ def _clone_server(s: Server) -> Server:
         leader_state = LeaderState(ls.epoch, ls.epoch_start_offset, ls.granting_voters, ls.high_watermark,
                                    {rid: ReplicaState(r.key, r.end_offset, r.last_fetch_leader_leo, r.caught_up)
                                     for rid, r in ls.replicas.items()}, ls.pending, set(ls.acknowledged),
-                                   ls.resign_requested)
+                                   ls.resign_requested, set(ls.fetched_voters))
     return Server(s.id, s.directory_id, s.bootstrap_voters, s.role, s.epoch, s.voted_key, s.leader, list(s.log), s.flushed,
                   s.hw, s.cache.copy(), s.state_file, set(s.votes_granted), set(s.votes_rejected), s.election_voters,
                   s.backing_off, s.has_fetched_from_leader, leader_state, dict(s.expected), s.next_correlation,
@@ -485,6 +492,8 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
                 codes += [f"F{sid}t{d}" for d in alive if d != sid]
     if space.has(QuorumStepKind.RESIGN):
         codes += [f"G{lid}" for lid in leaders]
+    if space.has(QuorumStepKind.CHECK_QUORUM):
+        codes += [f"Q{lid}" for lid in leaders]
     if c.reconfigs < b.reconfigs:
         for lid in leaders:
             voters = servers[lid].voter_ids()
@@ -558,6 +567,14 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
         for v in voters:
             if v != leader and v in node.q.servers:
                 _exchange(node, taken, leader, v)
+    elif kind is QuorumStepKind.CHECK_QUORUM:  # a resignation's EndQuorumEpoch to every voter, answered
+        leader = int(code[1])
+        voters = node.q.servers[leader].voter_ids()
+        _apply(node, taken, CheckQuorum(leader))
+        if node.q.servers[leader].role is QuorumRole.RESIGNED:
+            for v in voters:
+                if v != leader and v in node.q.servers:
+                    _exchange(node, taken, leader, v)
     elif kind in (QuorumStepKind.ADD_VOTER, QuorumStepKind.REMOVE_VOTER):
         leader, voter = int(code[1]), int(code[2])
         step: QuorumStep = AddVoter(voter, leader) if kind is QuorumStepKind.ADD_VOTER else RemoveVoter(voter, leader)
@@ -660,7 +677,7 @@ def expand(space: QuorumSpace, packed: bytes, key: bytes) -> list[QuorumSuccesso
             continue
         if not within_bounds(space, node.q):
             continue
-        t = canonical(node)
+        t = canonical(node, space.has(QuorumStepKind.CHECK_QUORUM))
         child = digest(t)
         if child == key:
             continue
@@ -717,10 +734,11 @@ def search_quorum(space: QuorumSpace, on_level: Callable[[Level], None] = lambda
     depth and then smallest path.  ``clock`` only times the levels; nothing depends on it."""
     violations: dict[str, tuple[int, str]] = {} if found is None else found
     node, _steps, broken = root(space)
-    key = digest(canonical(node))
+    fetched = space.has(QuorumStepKind.CHECK_QUORUM)
+    key = digest(canonical(node, fetched))
     note_violations(violations, 0, "", broken)
     visited: set[bytes] = {key}
-    frontier: list[tuple[str, bytes, bytes]] = [("", pack(canonical(node)), key)]
+    frontier: list[tuple[str, bytes, bytes]] = [("", pack(canonical(node, fetched)), key)]
     per_depth, transitions = [1], 0
     for depth in range(1, space.bounds.depth + 1):
         if not frontier:

@@ -209,6 +209,7 @@ class LeaderState:
     pending: PendingVoterChange | None = None
     acknowledged: set[int] = field(default_factory=set)
     resign_requested: bool = False  # LeaderState.requestResign: the leader resigns at its next poll (pollLeader)
+    fetched_voters: set[int] = field(default_factory=set)  # LeaderState.fetchedVoters (check quorum)
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from emulator.quorum_state import (
 from emulator.quorum_steps import (
     Append,
     BeginQuorumEpoch,
+    CheckQuorum,
     Deliver,
     Drop,
     ElectionTimeout,
@@ -344,3 +345,88 @@ def test_log_matching_compares_running_servers_pairwise_not_with_the_checkers_hi
     assert "Durability" in names and "LogMatchingBelowHighWatermark" not in names
     r(QuorumRestart(3))  # 3 holds 'a', but a restarted server's HW is not persisted (0): no common HW
     assert "LogMatchingBelowHighWatermark" not in {v for v, _ in r.violations}
+
+
+# -- 11. new vocabulary: resign of a given epoch, the leader's check-quorum timer -----------------------
+
+
+def test_resign_in_older_epoch_ignored():
+    """KafkaRaftClientTest.testResignInOlderEpochIgnored (3.9.0; KafkaRaftClient.resign ~3388): a resign
+    of an older epoch is ignored; the leader has no election timeout and stays leader (assertElectedLeader)."""
+    r = _leader_with_hw((1, 2))
+    epoch = r.s(1).epoch
+    r(Resign(1, epoch=epoch - 1))
+    with pytest.raises(StepRefused):
+        r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.LEADER and r.s(1).state_file == ElectionState(epoch, None, 1)
+
+
+def test_cannot_resign_with_larger_epoch_than_current_epoch_or_if_not_leader():
+    """KafkaRaftClientTest.testCannotResignWithLargerEpochThanCurrentEpoch and testCannotResignIfNotLeader
+    (3.9.0): IllegalArgumentException -- a step the protocol cannot take, refused."""
+    r = _leader_with_hw()
+    with pytest.raises(StepRefused):
+        r(Resign(1, epoch=r.s(1).epoch + 1))
+    with pytest.raises(StepRefused):
+        r(Resign(2, epoch=r.s(2).epoch))
+    assert r.s(1).role is QuorumRole.LEADER
+
+
+def test_handle_begin_quorum_epoch_after_user_initiated_resign():
+    """KafkaRaftClientTest.testHandleBeginQuorumEpochAfterUserInitiatedResign (3.9.0): resign(epoch) makes
+    the leader resigned (at its next poll); a BeginQuorumEpoch of epoch + 1 from 2 is answered NONE and
+    1 follows 2 (assertElectedLeader(epoch + 1, 2))."""
+    r = _leader_with_hw()
+    epoch = r.s(1).epoch
+    r(Resign(1, epoch=epoch))
+    assert r.s(1).role is QuorumRole.RESIGNED
+    r.q._send(2, 1, BeginQuorumEpochRequest(epoch + 1, 2, (1, 1)))
+    r(Deliver(2, 1))
+    assert r.q.messages(1, 2)[-1].error == "NONE"
+    assert r.s(1).role is QuorumRole.FOLLOWER and r.s(1).state_file == ElectionState(epoch + 1, None, 2)
+
+
+def test_election_timeout_after_user_initiated_resign():
+    """KafkaRaftClientTest.testElectionTimeoutAfterUserInitiatedResign (3.9.0): the resigned leader sends
+    EndQuorumEpoch (acknowledged), answers a Fetch NOT_LEADER_OR_FOLLOWER naming itself, and its election
+    timeout makes it candidate in epoch + 1 with no leader."""
+    from emulator.quorum_state import FetchRequest
+
+    r = _leader_with_hw((1, 2), (3,))
+    epoch = r.s(1).epoch
+    r(Resign(1, epoch=epoch))
+    assert isinstance(r.q.messages(1, 2)[-1], EndQuorumEpochRequest)
+    r.exchange(1, 2)
+    r.q._send(3, 1, FetchRequest((3, 1), epoch, 0, 0))
+    r(Deliver(3, 1))
+    answer = r.q.messages(1, 3)[-1]
+    assert (answer.error, answer.leader_epoch, answer.leader_id) == ("NOT_LEADER_OR_FOLLOWER", epoch, 1)
+    r(ElectionTimeout(1))
+    assert r.s(1).role is QuorumRole.CANDIDATE and r.s(1).epoch == epoch + 1 and r.s(1).leader is None
+
+
+def test_leader_should_resign_leadership_if_not_get_fetch_request_from_majority_voters():
+    """KafkaRaftClientTest.testLeaderShouldResignLeadershipIfNotGetFetchRequestFromMajorityVoters (3.9.0;
+    LeaderState.updateCheckQuorumForFollowingVoter / timeUntilCheckQuorumExpires, pollLeader): the
+    check-quorum interval in which voter 2 fetched passes (with the leader, a majority of 3), so does the
+    one in which voter 3 fetched; one in which only observer 4 fetched ends the leadership."""
+    r = _leader_with_hw((1, 2, 3), (4,))
+    r(CheckQuorum(1))  # 2 and 3 fetched during the election's interval
+    r.fetch(2, 1)
+    r(CheckQuorum(1))
+    r.fetch(3, 1)
+    r(CheckQuorum(1))
+    assert r.s(1).role is QuorumRole.LEADER
+    r.fetch(4, 1, to=1)
+    r(CheckQuorum(1))
+    assert r.s(1).role is QuorumRole.RESIGNED
+    assert {type(m) for m in r.q.messages(1, 2)} == {EndQuorumEpochRequest}
+
+
+def test_leader_should_not_resign_leadership_if_only_one_voter():
+    """KafkaRaftClientTest.testLeaderShouldNotResignLeadershipIfOnlyOneVoters (3.9.0): a one-voter leader's
+    check-quorum timer never expires (timeUntilCheckQuorumExpires: Long.MAX_VALUE)."""
+    r = Run((1,))
+    with pytest.raises(StepRefused):
+        r(CheckQuorum(1))
+    assert r.s(1).role is QuorumRole.LEADER
