@@ -425,9 +425,9 @@ class Quorum:
 
     def _resign_epoch(self, s: Server, epoch: int) -> None:
         """3.9.0 ``KafkaRaftClient.resign(epoch)``: a newer epoch or a server that does not lead this epoch
-        cannot (IllegalArgumentException: refused); an older epoch,
-        or a resigned leader's own, is ignored; the leader's resignation is requested
-        (``LeaderState.requestResign``) and happens at its next poll (the end of this step)."""
+        cannot (IllegalArgumentException: refused); an older epoch, or a resigned leader's own, is
+        ignored; the leader's resignation is requested (``LeaderState.requestResign``) and happens at
+        its next poll (the end of this step)."""
         if epoch > s.epoch:
             raise StepRefused(f"server {s.id} cannot resign from epoch {epoch}, above its epoch {s.epoch}")
         if epoch < s.epoch:
