@@ -7,7 +7,9 @@ raised; a step the protocol cannot take (a delivery on a link with nothing in fl
 timeout on a leader, a server that does not exist) raises ``StepRefused`` and changes nothing.
 The rules follow Kafka 3.9.0's ``KafkaRaftClient`` / ``QuorumState`` / ``LeaderState`` (the
 method each comes from is named in its docstring); pre-vote (4.x, not in the 3.9.0 code) follows
-KIP-996 and Vanlightly/kafka-tlaplus ``kraft/kip_996``.  docs/quorum.md lists them.
+apache/kafka commit 53364c5's ``KafkaRaftClient`` / ``QuorumState`` / ``ProspectiveState``, and
+KIP-996 and Vanlightly/kafka-tlaplus ``kraft/kip_996`` where the code says nothing.  docs/quorum.md
+lists them.
 
 Standard library only; no clock (an election or fetch timeout is a step); every iteration over
 servers is in id order.
@@ -491,7 +493,7 @@ class Quorum:
         if granted and not pre and s.role is QuorumRole.UNATTACHED and s.voted_key is None:
             self._become(s, QuorumRole.UNATTACHED, r.candidate_epoch, voted=r.candidate_key, reset=False)
         elif granted and not pre and s.role is QuorumRole.PROSPECTIVE and s.voted_key is None:
-            s.voted_key = r.candidate_key  # TLA+ kip_996 TransitionToProspectiveAddVote
+            s.voted_key = r.candidate_key  # 4.x QuorumState.prospectiveAddVotedState (durable)
             self._persist(s)
         self._event("VoteAnswered", server=s.id, candidate=r.candidate_key[0], epoch=r.candidate_epoch,
                     granted=granted, pre_vote=pre)
@@ -510,7 +512,8 @@ class Quorum:
         return log_ok
 
     def _can_grant_pre_vote(self, s: Server, log_ok: bool) -> bool:
-        """KIP-996 (TLA+ kip_996 ``GrantPreVote``): any state but leader grants a pre-vote to an up-to-date
+        """4.x ``unattachedOrProspectiveCanGrantVote`` / ``FollowerState.canGrantVote`` (KIP-996, TLA+ kip_996
+        ``GrantPreVote``): any state but leader grants a pre-vote to an up-to-date
         log, a follower only while it has not fetched successfully from its leader in this epoch."""
         if s.role is QuorumRole.LEADER:
             return False

@@ -2,7 +2,8 @@
 
 Source: apache/kafka tag 3.9.0-rc3 (the 3.9.0 release commit; raft/ identical to the 3.9 branch),
 ``raft/src/test/java/org/apache/kafka/raft/``.  KafkaRaftClientPreVoteTest is 4.x only and not in
-that tree: pre-vote is tested in tests/test_quorum_core.py from KIP-996 and the TLA+ spec.
+that tree: pre-vote is tested in tests/test_quorum_core.py and, from Kafka 4.x's code and tests
+(apache/kafka 53364c5), in tests/test_quorum_kafka_code.py.
 """
 
 from __future__ import annotations
