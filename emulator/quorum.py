@@ -638,7 +638,7 @@ class Quorum:
             epoch, end = self._end_offset_for_epoch(s, r.last_fetched_epoch)
             if epoch != r.last_fetched_epoch or end < r.fetch_offset:
                 return FetchResponse(NONE, s.epoch, s.id, high_watermark=hw, diverging_epoch=epoch, diverging_end_offset=end)
-        replica = ls.replicas.setdefault(self._replica_state_key(s, r.replica_key), ReplicaState(r.replica_key))
+        replica = ls.replicas.setdefault(s.replica_state_key(r.replica_key), ReplicaState(r.replica_key))
         leader_leo = s.leo
         # ReplicaState.updateFollowerState: caught up when it reached the leader's LEO now or at its last fetch.
         if r.fetch_offset >= leader_leo or (replica.last_fetch_leader_leo > 0 and r.fetch_offset >= replica.last_fetch_leader_leo):
@@ -725,19 +725,8 @@ class Quorum:
         """``LeaderState.updateLocalState``: the leader's own end offset, then maybe the HW."""
         ls = s.leader_state
         assert ls is not None
-        ls.replicas[self._replica_state_key(s, s.key)] = ReplicaState(s.key, s.leo, s.leo, True)
+        ls.replicas[s.replica_state_key(s.key)] = ReplicaState(s.key, s.leo, s.leo, True)
         self._maybe_update_high_watermark(s)
-
-    @staticmethod
-    def _replica_state_key(s: Server, key: ReplicaKey) -> ReplicaKey:
-        """Where the leader keeps the fetch state of ``key`` (3.9.0 ``LeaderState.getOrCreateReplicaState``):
-        the state of the voter of the last voter set with that id when the key matches it (a voter
-        without directory id matches any: static voters), else the observer state of that very key --
-        so a voter back with a new disk fetches as an observer and its old copy's offset stays."""
-        for voter in s.last_voters()[1]:
-            if voter[0] == key[0] and (voter[1] is None or voter[1] == key[1]):
-                return voter
-        return key
 
     def _maybe_update_high_watermark(self, s: Server) -> None:
         """``LeaderState.maybeUpdateHighWatermark``: the offset held by a majority of the voters of the
@@ -799,7 +788,7 @@ class Quorum:
             return
         ls = s.leader_state
         assert ls is not None
-        replica = ls.replicas.get(self._replica_state_key(s, new.key))
+        replica = ls.replicas.get(s.replica_state_key(new.key))
         if not new.alive or replica is None or replica.key != new.key or not replica.caught_up:
             self._error(s, "add_voter", "REQUEST_TIMED_OUT", detail=f"server {new.id} is not caught up")
             return

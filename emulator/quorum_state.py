@@ -204,7 +204,7 @@ class LeaderState:
     granting_voters: tuple[int, ...]
     high_watermark: int | None = None  # Optional.empty() until a record of this epoch is committed
     # LeaderState.voterStates (by the voter's key) and observerStates (by the fetcher's key): see
-    # Quorum._replica_state_key
+    # Server.replica_state_key
     replicas: dict[ReplicaKey, ReplicaState] = field(default_factory=dict)
     pending: PendingVoterChange | None = None
     acknowledged: set[int] = field(default_factory=set)
@@ -278,6 +278,17 @@ class Server:
         """``QuorumState.isVoter``: the local (id, directory id) is in the last voter set (a static
         voter set has no directory ids: the id alone matches)."""
         return is_voter_key(self.last_voters()[1], self.key)
+
+    def replica_state_key(self, key: ReplicaKey) -> ReplicaKey:
+        """Where this server, leading, keeps the fetch state of ``key`` (3.9.0
+        ``LeaderState.getOrCreateReplicaState``): under the voter of its last voter set with that id
+        when the key matches it (a voter without directory id matches any: static voters), else under
+        that very key (an observer's state) -- so a voter back with a new disk fetches as an observer
+        and its old copy's offset stays."""
+        for voter in self.last_voters()[1]:
+            if voter[0] == key[0] and (voter[1] is None or voter[1] == key[1]):
+                return voter
+        return key
 
     def voter_key_of(self, node: int) -> ReplicaKey | None:
         for key in self.last_voters()[1]:

@@ -167,7 +167,7 @@ def _timeline(q: Quorum, seq: int, description: str, batch, columns: tuple[str, 
             # each server's current incarnation (its key now: a voter back with a new disk shows its new copy)
             states = s.leader_state.replicas
             remote = json.dumps({str(r): states[k].end_offset for r, k in
-                                 ((r, q._replica_state_key(s, q.servers[r].key)) for r in sorted(q.servers))
+                                 ((r, s.replica_state_key(q.servers[r].key)) for r in sorted(q.servers))
                                  if k in states and states[k].end_offset is not None})
         append((seq, position, description, sid, s.role.value, s.alive, None, s.epoch, s.leo, s.hw, remote,
                 json.dumps(s.cache.as_pairs()), leader, epoch, json.dumps(list(s.voter_ids()))))

@@ -34,16 +34,7 @@ from emulator.quorum_steps import (
 )
 from emulator.quorum_variants import KRAFT595, KRAFT853, KRAFT996
 from emulator.scenario import StepRefused
-from quorum_helpers import Run
-
-
-def _leader_with_hw(voters=(1, 2, 3), observers=(), variant=None):
-    r = Run(voters, observers, variant) if variant else Run(voters, observers)
-    r.elect(1)
-    for v in voters[1:]:
-        r.fetch(v, 2)
-    return r
-
+from quorum_helpers import Run, leader_with_hw
 
 # -- 1. stale answers (handleInboundMessage: RequestManager.isResponseExpected; resetConnections) ----
 
@@ -89,7 +80,7 @@ def test_a_leader_and_a_resigned_leader_hold_no_voted_key():
     """3.9.0 LeaderState.election() and ResignedState.election() are
     ``ElectionState.withElectedLeader`` (no votedKey; votedId -1 in the quorum-state file):
     KafkaRaftClientTest.testInitializeAsCandidateAndBecomeLeader asserts ``assertElectedLeader``."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     assert r.s(1).voted_key is None and r.s(1).state_file == ElectionState(1, None, 1)
     r(Resign(1))
     assert r.s(1).role is QuorumRole.RESIGNED and r.s(1).voted_key is None
@@ -104,7 +95,7 @@ def test_a_message_naming_the_receiver_leader_is_inconsistent():
     lost its disk (static voters: epoch 0 again); it fetches from 2, whose FENCED_LEADER_EPOCH answer
     names 1 leader of epoch 1: recorded as InconsistentLeader, 1 stays in epoch 0 (before: it moved to
     epoch 1 unattached)."""
-    r = _leader_with_hw(variant=KRAFT595)
+    r = leader_with_hw(variant=KRAFT595)
     r(QuorumCrash(1), LoseDisk(1))
     assert r.s(1).epoch == 0
     r(QuorumFetch(1, to=2), Deliver(1, 2))
@@ -121,7 +112,7 @@ def test_a_leader_that_committed_its_removal_answers_the_fetch_before_resigning(
     """3.9.0 RemoveVoterHandler.highWatermarkUpdated -> LeaderState.requestResign; pollLeader resigns
     at the next poll, after the Fetch that moved the HW was answered: on the link to the fetcher the
     Fetch answer comes before EndQuorumEpoch (KafkaRaftClientReconfigTest.testRemoveVoterIsLeader)."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(RemoveVoter(1))
     r.fetch(2, 2), r.fetch(3, 1)
     r(QuorumFetch(3), Deliver(3, 1))  # 3's fetch at offset 3 commits the removal
@@ -133,7 +124,7 @@ def test_a_leader_that_committed_its_removal_answers_the_fetch_before_resigning(
 def test_a_restarted_leader_resigns_and_tells_the_voters_with_expected_requests():
     """QuorumState.initialize: the file names this server leader -> resigned; pollResigned sends
     EndQuorumEpoch, whose answers are expected (a response to it is handled)."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(QuorumCrash(1), QuorumRestart(1))
     assert r.s(1).role is QuorumRole.RESIGNED and set(r.s(1).expected) == {2, 3}
     assert isinstance(r.q.messages(1, 2)[0], EndQuorumEpochRequest)
@@ -220,7 +211,7 @@ def _restarted_without_the_leaders_endpoints(variant=None):
     """2 holds the VotersRecord removing leader 1 (not committed: 1 still leads) and restarts: its file
     names leader 1, outside its voter set -> unattached with leader 1 and no endpoints (3.9.0
     QuorumState.initialize)."""
-    r = _leader_with_hw(variant=variant) if variant else _leader_with_hw()
+    r = leader_with_hw(variant=variant) if variant else leader_with_hw()
     r(RemoveVoter(1))
     r.fetch(2, 1)
     r(QuorumCrash(2), QuorumRestart(2))
@@ -330,7 +321,7 @@ def test_log_matching_compares_running_servers_pairwise_not_with_the_checkers_hi
     (KIP-853's motivation), elect 2 in epoch 2 with empty logs and commit 'b' at the same offset while 3,
     the one holder of 'a', is down: Durability and LeaderCompleteness break, but no two running logs
     diverge (before: both servers were judged against the checker's history and LogMatching broke too)."""
-    r = _leader_with_hw(variant=KRAFT595)
+    r = leader_with_hw(variant=KRAFT595)
     r(Append("a"))
     r.fetch(2, 1), r.fetch(3, 1), r.fetch(3, 1)
     assert r.s(1).hw == 2
@@ -353,7 +344,7 @@ def test_log_matching_compares_running_servers_pairwise_not_with_the_checkers_hi
 def test_resign_in_older_epoch_ignored():
     """KafkaRaftClientTest.testResignInOlderEpochIgnored (3.9.0; KafkaRaftClient.resign ~3388): a resign
     of an older epoch is ignored; the leader has no election timeout and stays leader (assertElectedLeader)."""
-    r = _leader_with_hw((1, 2))
+    r = leader_with_hw((1, 2))
     epoch = r.s(1).epoch
     r(Resign(1, epoch=epoch - 1))
     with pytest.raises(StepRefused):
@@ -364,7 +355,7 @@ def test_resign_in_older_epoch_ignored():
 def test_cannot_resign_with_larger_epoch_than_current_epoch_or_if_not_leader():
     """KafkaRaftClientTest.testCannotResignWithLargerEpochThanCurrentEpoch and testCannotResignIfNotLeader
     (3.9.0): IllegalArgumentException -- a step the protocol cannot take, refused."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     with pytest.raises(StepRefused):
         r(Resign(1, epoch=r.s(1).epoch + 1))
     with pytest.raises(StepRefused):
@@ -376,7 +367,7 @@ def test_handle_begin_quorum_epoch_after_user_initiated_resign():
     """KafkaRaftClientTest.testHandleBeginQuorumEpochAfterUserInitiatedResign (3.9.0): resign(epoch) makes
     the leader resigned (at its next poll); a BeginQuorumEpoch of epoch + 1 from 2 is answered NONE and
     1 follows 2 (assertElectedLeader(epoch + 1, 2))."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     epoch = r.s(1).epoch
     r(Resign(1, epoch=epoch))
     assert r.s(1).role is QuorumRole.RESIGNED
@@ -392,7 +383,7 @@ def test_election_timeout_after_user_initiated_resign():
     timeout makes it candidate in epoch + 1 with no leader."""
     from emulator.quorum_state import FetchRequest
 
-    r = _leader_with_hw((1, 2), (3,))
+    r = leader_with_hw((1, 2), (3,))
     epoch = r.s(1).epoch
     r(Resign(1, epoch=epoch))
     assert isinstance(r.q.messages(1, 2)[-1], EndQuorumEpochRequest)
@@ -410,7 +401,7 @@ def test_leader_should_resign_leadership_if_not_get_fetch_request_from_majority_
     LeaderState.updateCheckQuorumForFollowingVoter / timeUntilCheckQuorumExpires, pollLeader): the
     check-quorum interval in which voter 2 fetched passes (with the leader, a majority of 3), so does the
     one in which voter 3 fetched; one in which only observer 4 fetched ends the leadership."""
-    r = _leader_with_hw((1, 2, 3), (4,))
+    r = leader_with_hw((1, 2, 3), (4,))
     r(CheckQuorum(1))  # 2 and 3 fetched during the election's interval
     r.fetch(2, 1)
     r(CheckQuorum(1))
