@@ -7,7 +7,9 @@ raised; a step the protocol cannot take (a delivery on a link with nothing in fl
 timeout on a leader, a server that does not exist) raises ``StepRefused`` and changes nothing.
 The rules follow Kafka 3.9.0's ``KafkaRaftClient`` / ``QuorumState`` / ``LeaderState`` (the
 method each comes from is named in its docstring); pre-vote (4.x, not in the 3.9.0 code) follows
-KIP-996 and Vanlightly/kafka-tlaplus ``kraft/kip_996``.  docs/quorum.md lists them.
+apache/kafka commit 53364c5's ``KafkaRaftClient`` / ``QuorumState`` / ``ProspectiveState``, and
+KIP-996 and Vanlightly/kafka-tlaplus ``kraft/kip_996`` where the code says nothing.  docs/quorum.md
+lists them.
 
 Standard library only; no clock (an election or fetch timeout is a step); every iteration over
 servers is in id order.
@@ -16,7 +18,7 @@ servers is in id order.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
@@ -51,6 +53,7 @@ from .quorum_steps import (
     AddVoter,
     Append,
     BeginQuorumEpoch,
+    CheckQuorum,
     Deliver,
     Drop,
     ElectionTimeout,
@@ -97,12 +100,20 @@ class Quorum:
         self.in_flight: dict[tuple[int, int], deque[Message]] = {}
         self.step_number = 0
         self._out = QuorumOutcome()
+        # What the servers did when they started (KafkaRaftClient.initialize: a lone voter elects itself),
+        # reported with the first step's outcome (the checker observes it then).
+        self.pending: QuorumOutcome | None = None
+        for _, s in sorted(self.servers.items()):
+            self._maybe_elect_only_voter(s)
+        if self._out.effects or self._out.events:
+            self.pending = self._out
 
     # -- the step entry point --------------------------------------------------------------
 
     def apply(self, step: QuorumStep) -> QuorumOutcome:
         """Take one step; a refused step raises ``StepRefused`` before changing anything."""
-        self._out = QuorumOutcome()
+        p = self.pending
+        self._out = QuorumOutcome() if p is None else QuorumOutcome(list(p.errors), list(p.events), list(p.effects))
         self.step_number += 1
         if isinstance(step, ElectionTimeout):
             self._election_timeout(self._server(step.server, alive=True))
@@ -116,7 +127,13 @@ class Quorum:
         elif isinstance(step, BeginQuorumEpoch):
             self._resend_begin_quorum_epoch(self._server(step.server, alive=True), step.to)
         elif isinstance(step, Resign):
-            self._resign(self._server(step.server, alive=True))
+            s = self._server(step.server, alive=True)
+            if step.epoch is None:
+                self._resign(s)
+            else:
+                self._resign_epoch(s, step.epoch)
+        elif isinstance(step, CheckQuorum):
+            self._check_quorum(self._server(step.server, alive=True))
         elif isinstance(step, Append):
             self._append(self._admin_target(step.server), step.value)
         elif isinstance(step, AddVoter):
@@ -131,7 +148,17 @@ class Quorum:
             self._lose_disk(self._server(step.server, alive=False))
         else:  # pragma: no cover - the step union is closed
             raise StepRefused(f"unknown quorum step {step!r}")
+        self._poll_leaders()
+        self.pending = None
         return self._out
+
+    def _poll_leaders(self) -> None:
+        """``pollLeader`` (3.9.0): a leader whose resignation was requested (``LeaderState.requestResign``,
+        by ``RemoveVoterHandler.highWatermarkUpdated`` once its own removal committed) resigns at its next
+        poll, after the message that moved its HW was answered."""
+        for _, s in sorted(self.servers.items()):
+            if s.role is QuorumRole.LEADER and s.leader_state is not None and s.leader_state.resign_requested:
+                self._resign(s)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -170,6 +197,24 @@ class Quorum:
     def _send(self, source: int, destination: int, message: Message) -> None:
         self.in_flight.setdefault((source, destination), deque()).append(message)
 
+    def _send_request(self, s: Server, destination: int, message: Message) -> None:
+        """``maybeSendRequest``: a new correlation id, and the response from ``destination`` expected is
+        this request's (``RequestManager.onRequestSent``; a request sent again replaces the one before,
+        as Kafka's after its request timeout)."""
+        s.next_correlation += 1
+        s.expected[destination] = s.next_correlation
+        self._send(s.id, destination, replace(message, correlation_id=s.next_correlation))
+
+    def _respond(self, s: Server, destination: int, request: Message, response: Message) -> None:
+        """The answer, with the request's correlation id; a response naming a leader carries its endpoints
+        when this server knows them (``quorum.leaderEndpoints()``: empty for an unattached server)."""
+        self._send(s.id, destination, replace(response, correlation_id=request.correlation_id,
+                                              endpoints=self._knows_leader_endpoints(s)))
+
+    @staticmethod
+    def _knows_leader_endpoints(s: Server) -> bool:
+        return s.leader is not None and (s.leader == s.id or s.leader_endpoints)
+
     def _link_or_refuse(self, source: int, destination: int) -> deque[Message]:
         self._server(source), self._server(destination)
         link = self.in_flight.get((source, destination))
@@ -183,19 +228,25 @@ class Quorum:
         message = link.popleft()
         sender = self.servers[source]
         if isinstance(message, VoteRequest):
-            self._send(destination, source, self._handle_vote_request(receiver, message))
-        elif isinstance(message, VoteResponse):
-            self._handle_vote_response(receiver, source, message)
+            self._respond(receiver, source, message, self._handle_vote_request(receiver, message))
         elif isinstance(message, BeginQuorumEpochRequest):
-            self._send(destination, source, self._handle_begin_quorum_epoch_request(receiver, message))
+            self._respond(receiver, source, message, self._handle_begin_quorum_epoch_request(receiver, message))
         elif isinstance(message, EndQuorumEpochRequest):
-            self._send(destination, source, self._handle_end_quorum_epoch_request(receiver, message))
-        elif isinstance(message, (BeginQuorumEpochResponse, EndQuorumEpochResponse)):
-            self._handle_epoch_response(receiver, sender, message)
+            self._respond(receiver, source, message, self._handle_end_quorum_epoch_request(receiver, message))
         elif isinstance(message, FetchRequest):
-            self._send(destination, source, self._handle_fetch_request(receiver, message))
-        elif isinstance(message, FetchResponse):
-            self._handle_fetch_response(receiver, message)
+            self._respond(receiver, source, message, self._handle_fetch_request(receiver, message))
+        elif receiver.expected.get(source) != message.correlation_id:
+            # handleInboundMessage (3.9.0): a response is handled only if it answers the request now
+            # expected from that node (RequestManager.isResponseExpected); any other is ignored.
+            self._event("ResponseIgnored", server=receiver.id, source=source, api=type(message).__name__)
+        else:
+            del receiver.expected[source]  # onResponseResult: the connection is ready (or backs off) again
+            if isinstance(message, VoteResponse):
+                self._handle_vote_response(receiver, source, message)
+            elif isinstance(message, (BeginQuorumEpochResponse, EndQuorumEpochResponse)):
+                self._handle_epoch_response(receiver, sender, message)
+            elif isinstance(message, FetchResponse):
+                self._handle_fetch_response(receiver, message)
 
     # -- transitions (QuorumState) ----------------------------------------------------------------
 
@@ -204,13 +255,22 @@ class Quorum:
         s.state_file = ElectionState(s.epoch, s.voted_key, s.leader)
 
     def _become(self, s: Server, role: QuorumRole, epoch: int, leader: int | None = None,
-                voted: ReplicaKey | None = None, durable: bool = True) -> None:
+                voted: ReplicaKey | None = None, durable: bool = True, reset: bool = True) -> None:
+        """A transition of ``QuorumState``; ``reset``: the client forgets its requests in flight
+        (``resetConnections``, from onBecomeLeader / onBecomeCandidate / transitionToUnattached /
+        transitionToResigned / onBecomeFollower; not when an unattached server grants a vote)."""
         if s.role is QuorumRole.LEADER and role is not QuorumRole.LEADER:
             self._end_leadership(s)
         if epoch != s.epoch or role is not QuorumRole.FOLLOWER:
             s.has_fetched_from_leader = False
         s.role, s.epoch, s.leader, s.voted_key = role, epoch, leader, voted
         s.votes_granted, s.votes_rejected, s.backing_off = set(), set(), False
+        if reset:
+            s.expected = {}
+        if role is QuorumRole.FOLLOWER:
+            s.leader_endpoints = True
+        elif role is not QuorumRole.PROSPECTIVE:  # a prospective keeps its state's (ProspectiveState.leaderEndpoints)
+            s.leader_endpoints = False
         if durable:
             self._persist(s)
         self._event("Transition", server=s.id, role=role.value, epoch=epoch, leader=leader)
@@ -232,24 +292,44 @@ class Quorum:
             raise StepRefused(f"server {s.id} cannot follow itself")
         self._become(s, QuorumRole.FOLLOWER, epoch, leader=leader)
 
-    def _maybe_transition(self, s: Server, leader: int | None, epoch: int) -> bool:
+    def _maybe_transition(self, s: Server, leader: int | None, epoch: int, endpoints: bool = True) -> bool:
         """``KafkaRaftClient.maybeTransition``: follow a higher epoch (its leader, or unattached), or
-        learn the leader of the current epoch.  Returns False when the leader is inconsistent with
-        the one this server knows in the same epoch (Kafka throws IllegalStateException): recorded."""
+        learn the leader of the current epoch -- or its endpoints, which an unattached server that knows
+        only the leader's id lacks (``leaderEndpoints.size() > quorum.leaderEndpoints().size()``).
+        ``endpoints``: the message carries the leader's endpoints; else this server's voter set may
+        (``lastVoterSet().listeners(leaderId)``).  Returns False when the leader is inconsistent
+        (``hasConsistentLeader``: a message naming this server leader while it is not one, or another
+        leader than the one it knows in the same epoch; Kafka throws IllegalStateException): recorded."""
+        if leader == s.id and (s.role is not QuorumRole.LEADER or epoch != s.epoch):
+            # 3.9.0 hasConsistentLeader: consistent only if this server is the leader (and a leader told
+            # of a higher epoch led by itself would have to follow itself: QuorumState throws too).
+            self._event("InconsistentLeader", server=s.id, epoch=epoch, known=s.leader, claimed=leader)
+            return False
         if epoch == s.epoch and leader is not None and s.leader is not None and leader != s.leader:
             self._event("InconsistentLeader", server=s.id, epoch=epoch, known=s.leader, claimed=leader)
             return False
         if epoch == s.epoch and leader is not None and s.role is QuorumRole.LEADER and leader != s.id:
             self._event("InconsistentLeader", server=s.id, epoch=epoch, known=s.id, claimed=leader)
             return False
+        known = leader is not None and (endpoints or s.voter_key_of(leader) is not None)
         if epoch > s.epoch:
-            if leader is not None and leader != s.id:
+            if leader is None:
+                self._transition_to_unattached(s, epoch)
+            elif known:
                 self._transition_to_follower(s, epoch, leader)
             else:
-                self._transition_to_unattached(s, epoch)
-        elif leader is not None and leader != s.id and s.leader is None:
-            self._transition_to_follower(s, epoch, leader)
+                self._unknown_endpoints(s, leader, epoch)
+        elif leader is not None and (s.leader is None or (known and not self._knows_leader_endpoints(s))):
+            if known:
+                self._transition_to_follower(s, epoch, leader)
+            else:
+                self._unknown_endpoints(s, leader, epoch)
         return True
+
+    def _unknown_endpoints(self, s: Server, leader: int, epoch: int) -> None:
+        """3.9.0 ``KafkaRaftClient.transitionToFollower`` throws IllegalArgumentException when neither the
+        message nor this server's voter set has the leader's endpoints: recorded, no transition."""
+        self._event("UnknownLeaderEndpoints", server=s.id, epoch=epoch, leader=leader)
 
     def _election_timeout(self, s: Server) -> None:
         """The election timeout of an unattached / follower / candidate / prospective voter (Kafka's
@@ -266,17 +346,22 @@ class Quorum:
         if not s.is_voter():
             raise StepRefused(f"server {s.id} is an observer: it never becomes candidate")
         if self.variant.pre_vote:
+            # apache/kafka 53364c5 (4.x) KafkaRaftClient: pollResigned -> transitionToUnattached(epoch + 1);
+            # pollProspective -> prospectiveTransitionAfterElectionLoss; pollCandidate (election timeout
+            # or backoff complete), pollUnattachedAsVoter, pollFollowerAsVoter -> transitionToProspective.
             if s.role is QuorumRole.RESIGNED:
-                # TLA+ kip_996 ResignedElectionTimeout: unattached in epoch + 1.
                 self._transition_to_unattached(s, s.epoch + 1)
-                return
-            if s.role is not QuorumRole.CANDIDATE:
+            elif s.role is QuorumRole.PROSPECTIVE:
+                self._prospective_election_loss(s)
+            else:
                 self._transition_to_prospective(s)
-                return
+            return
         self._transition_to_candidate(s)
 
     def _transition_to_prospective(self, s: Server) -> None:
-        """KIP-996: prospective in the same epoch (memory only: it votes for no one), pre-votes sent."""
+        """``QuorumState.transitionToProspective`` (53364c5): the same epoch, leader id, endpoints and voted
+        key (a candidate's own), memory only; ``onBecomeProspective`` forgets the requests in flight and
+        pre-votes are sent (``maybeSendVoteRequests`` with preVote)."""
         leader = s.leader
         self._become(s, QuorumRole.PROSPECTIVE, s.epoch, leader=leader, voted=s.voted_key, durable=False)
         s.election_voters = s.last_voters()[1]
@@ -296,8 +381,7 @@ class Quorum:
     def _send_vote_requests(self, s: Server, pre_vote: bool) -> None:
         for key in s.election_voters:
             if key[0] != s.id and key[0] in self.servers:
-                self._send(s.id, key[0], VoteRequest(s.epoch if pre_vote else s.epoch, s.key, s.last_epoch(), s.leo,
-                                                     key, pre_vote))
+                self._send_request(s, key[0], VoteRequest(s.epoch, s.key, s.last_epoch(), s.leo, key, pre_vote))
 
     def _maybe_transition_to_leader(self, s: Server) -> None:
         """``KafkaRaftClient.maybeTransitionToLeader`` / ``onBecomeLeader``: with a majority of its
@@ -308,7 +392,8 @@ class Quorum:
         if len(s.votes_granted) < majority(s.election_voters):
             return
         granted = tuple(sorted(s.votes_granted))
-        self._become(s, QuorumRole.LEADER, s.epoch, leader=s.id, voted=s.voted_key)
+        # LeaderState.election() = ElectionState.withElectedLeader: no voted key (votedId -1 in the file)
+        self._become(s, QuorumRole.LEADER, s.epoch, leader=s.id)
         start = s.leo
         s.leader_state = LeaderState(epoch=s.epoch, epoch_start_offset=start, granting_voters=granted)
         self._out.effects.append(BecameLeader(s.id, s.epoch))
@@ -318,7 +403,7 @@ class Quorum:
             self._append_records(s, [QuorumRecord(s.epoch, "bootstrap", ControlType.VOTERS, voters)])
         for key in voters:
             if key[0] != s.id and key[0] in self.servers:
-                self._send(s.id, key[0], BeginQuorumEpochRequest(s.epoch, s.id, key))
+                self._send_request(s, key[0], BeginQuorumEpochRequest(s.epoch, s.id, key))
         self._update_leader_end_offset(s)
 
     def _resign(self, s: Server) -> None:
@@ -327,16 +412,54 @@ class Quorum:
         if s.role is not QuorumRole.LEADER or s.leader_state is None:
             raise StepRefused(f"server {s.id} is not a leader: it cannot resign")
         ls = s.leader_state
-        others = [k[0] for k in s.last_voters()[1] if k[0] != s.id]
+        voters = {k[0]: k for k in s.last_voters()[1] if k[0] != s.id}
+        others = sorted(voters)
+
         def fetched(v: int) -> int:
-            replica = ls.replicas.get(v)
+            replica = ls.replicas.get(voters[v])
             return -1 if replica is None or replica.end_offset is None else replica.end_offset
 
         successors = tuple(sorted(others, key=lambda v: (-fetched(v), v)))
-        self._become(s, QuorumRole.RESIGNED, s.epoch, leader=s.id, voted=s.voted_key, durable=False)
+        self._become(s, QuorumRole.RESIGNED, s.epoch, leader=s.id, durable=False)  # ResignedState.election(): no vote
         for v in others:
             if v in self.servers:
-                self._send(s.id, v, EndQuorumEpochRequest(s.epoch, s.id, successors))
+                self._send_request(s, v, EndQuorumEpochRequest(s.epoch, s.id, successors))
+
+    def _resign_epoch(self, s: Server, epoch: int) -> None:
+        """3.9.0 ``KafkaRaftClient.resign(epoch)``: a newer epoch or a server that does not lead this epoch
+        cannot (IllegalArgumentException: refused); an older epoch, or a resigned leader's own, is
+        ignored; the leader's resignation is requested (``LeaderState.requestResign``) and happens at
+        its next poll (the end of this step)."""
+        if epoch > s.epoch:
+            raise StepRefused(f"server {s.id} cannot resign from epoch {epoch}, above its epoch {s.epoch}")
+        if epoch < s.epoch:
+            self._event("ResignIgnored", server=s.id, epoch=epoch, current=s.epoch)
+            return
+        if s.leader != s.id:
+            raise StepRefused(f"server {s.id} is not the leader of epoch {epoch}: it cannot resign")
+        if s.role is not QuorumRole.LEADER or s.leader_state is None:
+            self._event("ResignIgnored", server=s.id, epoch=epoch, current=s.epoch)
+            return
+        s.leader_state.resign_requested = True
+
+    def _check_quorum(self, s: Server) -> None:
+        """The check-quorum interval of a leader ends (``LeaderState.timeUntilCheckQuorumExpires``, 3.9.0;
+        its timer restarts once a majority fetched: ``updateCheckQuorumForFollowingVoter``): unless a
+        majority of its voters (the leader counted when it is one) fetched during the interval, it resigns
+        (``pollLeader``); else the next interval starts.  A one-voter leader's timer never expires."""
+        ls = s.leader_state
+        if s.role is not QuorumRole.LEADER or ls is None:
+            raise StepRefused(f"server {s.id} is not a leader: it has no check-quorum timer")
+        voters = s.last_voters()[1]
+        if len(voters) == 1:
+            raise StepRefused(f"server {s.id} leads a one-voter quorum: its check-quorum timer never expires")
+        fetched = len(ls.fetched_voters) + (1 if is_voter_key(voters, s.key) else 0)
+        if fetched >= majority(voters):
+            ls.fetched_voters = set()
+            self._event("CheckQuorumPassed", server=s.id, epoch=s.epoch)
+            return
+        self._event("CheckQuorumFailed", server=s.id, epoch=s.epoch, fetched=sorted(ls.fetched_voters))
+        self._resign(s)
 
     def _resend_begin_quorum_epoch(self, s: Server, to: int) -> None:
         if s.role is not QuorumRole.LEADER:
@@ -344,7 +467,7 @@ class Quorum:
         key = s.voter_key_of(to)
         if key is None or to == s.id:
             raise StepRefused(f"server {to} is not another voter of leader {s.id}")
-        self._send(s.id, to, BeginQuorumEpochRequest(s.epoch, s.id, key))
+        self._send_request(s, to, BeginQuorumEpochRequest(s.epoch, s.id, key))
 
     # -- Vote ----------------------------------------------------------------------------------
 
@@ -354,22 +477,23 @@ class Quorum:
 
     def _handle_vote_request(self, s: Server, r: VoteRequest) -> VoteResponse:
         """``KafkaRaftClient.handleVoteRequest``: FENCED_LEADER_EPOCH for an older epoch; a higher epoch
-        makes the receiver unattached first (not for a pre-vote, which changes nothing: KIP-996);
+        makes the receiver unattached first (a pre-vote's too: apache/kafka 53364c5);
         INVALID_VOTER_KEY when the candidate names another directory of this id (KIP-853); then
         the state's ``canGrantVote`` decides and a granted standard vote is persisted."""
         pre = r.pre_vote
         if r.candidate_epoch < s.epoch:
             return VoteResponse("FENCED_LEADER_EPOCH", s.epoch, s.leader, False, pre)
-        if r.candidate_epoch > s.epoch and not pre:
+        if r.candidate_epoch > s.epoch:
+            # 3.9.0 and 53364c5 handleVoteRequest: a (pre-)vote of a higher epoch moves the receiver first
             self._transition_to_unattached(s, r.candidate_epoch)
         if r.voter_key[0] != s.id or (r.voter_key[1] is not None and r.voter_key[1] != s.directory_id):
             return VoteResponse("INVALID_VOTER_KEY", s.epoch, s.leader, False, pre)
         log_ok = self._log_up_to_date(s, r.last_offset_epoch, r.last_offset)
         granted = self._can_grant_pre_vote(s, log_ok) if pre else self._can_grant_vote(s, r.candidate_key, log_ok)
         if granted and not pre and s.role is QuorumRole.UNATTACHED and s.voted_key is None:
-            self._become(s, QuorumRole.UNATTACHED, r.candidate_epoch, voted=r.candidate_key)
+            self._become(s, QuorumRole.UNATTACHED, r.candidate_epoch, voted=r.candidate_key, reset=False)
         elif granted and not pre and s.role is QuorumRole.PROSPECTIVE and s.voted_key is None:
-            s.voted_key = r.candidate_key  # TLA+ kip_996 TransitionToProspectiveAddVote
+            s.voted_key = r.candidate_key  # 4.x QuorumState.prospectiveAddVotedState (durable)
             self._persist(s)
         self._event("VoteAnswered", server=s.id, candidate=r.candidate_key[0], epoch=r.candidate_epoch,
                     granted=granted, pre_vote=pre)
@@ -388,7 +512,8 @@ class Quorum:
         return log_ok
 
     def _can_grant_pre_vote(self, s: Server, log_ok: bool) -> bool:
-        """KIP-996 (TLA+ kip_996 ``GrantPreVote``): any state but leader grants a pre-vote to an up-to-date
+        """4.x ``unattachedOrProspectiveCanGrantVote`` / ``FollowerState.canGrantVote`` (KIP-996, TLA+ kip_996
+        ``GrantPreVote``): any state but leader grants a pre-vote to an up-to-date
         log, a follower only while it has not fetched successfully from its leader in this epoch."""
         if s.role is QuorumRole.LEADER:
             return False
@@ -396,25 +521,26 @@ class Quorum:
             return log_ok and not s.has_fetched_from_leader
         return log_ok
 
-    def _maybe_handle_common_response(self, s: Server, error: str, leader: int | None, epoch: int) -> bool:
+    def _maybe_handle_common_response(self, s: Server, error: str, leader: int | None, epoch: int,
+                                      endpoints: bool = True) -> bool:
         """``KafkaRaftClient.maybeHandleCommonResponse``: True when the response was handled here (an
         older epoch is ignored; a newer one, FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER moves this
         server to the epoch and leader the response names)."""
         if epoch < s.epoch or error == "UNKNOWN_LEADER_EPOCH":
             return True
         if epoch > s.epoch or error in ("FENCED_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER"):
-            self._maybe_transition(s, leader, epoch)
+            self._maybe_transition(s, leader, epoch, endpoints)
             return True
-        if leader is not None and s.leader is None and leader != s.id:
-            self._maybe_transition(s, leader, epoch)
-            return error != NONE
+        if leader is not None and s.leader is None:
+            # the leader of this epoch learned (transitionToFollower; naming this server: inconsistent)
+            return not self._maybe_transition(s, leader, epoch, endpoints) or error != NONE
         return error in ("BROKER_NOT_AVAILABLE", "INVALID_VOTER_KEY")
 
     def _handle_vote_response(self, s: Server, voter: int, r: VoteResponse) -> None:
         """``KafkaRaftClient.handleVoteResponse``: a candidate records the vote of a voter of its election
         (``CandidateState.recordGrantedVote``), leads with a majority, backs off once a majority
         rejected; a prospective counts pre-votes the same way (KIP-996)."""
-        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch) or r.error != NONE:
+        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch, r.endpoints) or r.error != NONE:
             return
         expected = QuorumRole.PROSPECTIVE if r.pre_vote else QuorumRole.CANDIDATE
         if s.role is not expected:
@@ -432,15 +558,22 @@ class Quorum:
             self._event("ElectionLost", server=s.id, epoch=s.epoch)
 
     def _maybe_conclude_pre_vote(self, s: Server) -> None:
-        """TLA+ kip_996 ``ConcludePreVote``: a majority of pre-votes makes a candidate; a majority
-        rejecting sends it back to follower (leader known) or unattached, in the same epoch."""
+        """53364c5 ``maybeTransitionToCandidate`` / ``maybeHandleElectionLoss``: a majority of pre-votes
+        makes a candidate; a majority rejecting is an election loss."""
         if len(s.votes_granted) >= majority(s.election_voters):
             self._transition_to_candidate(s)
         elif len(s.election_voters) - len(s.votes_rejected) < majority(s.election_voters):
-            if s.leader is not None:
-                self._become(s, QuorumRole.FOLLOWER, s.epoch, leader=s.leader, durable=False)
-            else:
-                self._become(s, QuorumRole.UNATTACHED, s.epoch, voted=s.voted_key, durable=False)
+            self._prospective_election_loss(s)
+
+    def _prospective_election_loss(self, s: Server) -> None:
+        """53364c5 ``prospectiveTransitionAfterElectionLoss`` (election lost or timed out): follower of
+        the known leader when its endpoints are known, else unattached with the leader id it knows; the
+        same epoch keeps the voted key (4.x ``QuorumState.transitionToFollower`` /
+        ``transitionToUnattached``), durably."""
+        if s.leader is not None and s.leader_endpoints:
+            self._become(s, QuorumRole.FOLLOWER, s.epoch, leader=s.leader, voted=s.voted_key)
+        else:
+            self._become(s, QuorumRole.UNATTACHED, s.epoch, leader=s.leader, voted=s.voted_key)
 
     # -- BeginQuorumEpoch / EndQuorumEpoch ---------------------------------------------------------
 
@@ -467,7 +600,7 @@ class Quorum:
 
     def _handle_epoch_response(self, s: Server, sender: Server,
                                r: BeginQuorumEpochResponse | EndQuorumEpochResponse) -> None:
-        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch):
+        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch, r.endpoints):
             return
         if isinstance(r, BeginQuorumEpochResponse) and s.leader_state is not None and r.error == NONE:
             s.leader_state.acknowledged.add(sender.id)  # LeaderState.addAcknowledgementFrom
@@ -479,11 +612,13 @@ class Quorum:
             raise StepRefused(f"server {s.id} is the leader: it does not fetch")
         if s.role in (QuorumRole.CANDIDATE, QuorumRole.PROSPECTIVE):
             raise StepRefused(f"server {s.id} is {s.role.value}: it does not fetch")
-        target = to if to is not None else s.leader
+        # without the leader's endpoints (an unattached server that knows only its id) Kafka fetches from
+        # the bootstrap servers (pollUnattachedCommon): name one with `to`
+        target = to if to is not None else (s.leader if self._knows_leader_endpoints(s) else None)
         if target is None or target == s.id:
             raise StepRefused(f"server {s.id} knows no leader: name the server its fetch goes to")
         self._server(target)
-        self._send(s.id, target, FetchRequest(s.key, s.epoch, s.leo, s.last_epoch(), max_records))
+        self._send_request(s, target, FetchRequest(s.key, s.epoch, s.leo, s.last_epoch(), max_records))
 
     def _handle_fetch_request(self, s: Server, r: FetchRequest) -> FetchResponse:
         """``tryCompleteFetchRequest``: ``validateLeaderOnlyRequest`` (FENCED_LEADER_EPOCH older,
@@ -503,14 +638,14 @@ class Quorum:
             epoch, end = self._end_offset_for_epoch(s, r.last_fetched_epoch)
             if epoch != r.last_fetched_epoch or end < r.fetch_offset:
                 return FetchResponse(NONE, s.epoch, s.id, high_watermark=hw, diverging_epoch=epoch, diverging_end_offset=end)
-        replica = ls.replicas.setdefault(r.replica_key[0], ReplicaState(r.replica_key))
-        replica.key = r.replica_key
+        replica = ls.replicas.setdefault(s.replica_state_key(r.replica_key), ReplicaState(r.replica_key))
         leader_leo = s.leo
         # ReplicaState.updateFollowerState: caught up when it reached the leader's LEO now or at its last fetch.
         if r.fetch_offset >= leader_leo or (replica.last_fetch_leader_leo > 0 and r.fetch_offset >= replica.last_fetch_leader_leo):
             replica.caught_up = True
         replica.last_fetch_leader_leo, replica.end_offset = leader_leo, r.fetch_offset
         if is_voter_key(s.last_voters()[1], r.replica_key):
+            ls.fetched_voters.add(r.replica_key[0])  # LeaderState.updateFetchedVoters
             self._maybe_update_high_watermark(s)
         hw = -1 if ls.high_watermark is None else ls.high_watermark
         end = len(s.log) if r.max_records is None else min(len(s.log), r.fetch_offset + r.max_records)
@@ -528,7 +663,7 @@ class Quorum:
         """``handleFetchResponse``: a diverging epoch truncates (``ReplicatedLog.truncateToEndOffset``;
         below the HW Kafka throws and the client dies: the server stops here), records are appended
         (a voter flushes: ``appendAsFollower``), the HW follows the leader's (never down)."""
-        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch):
+        if self._maybe_handle_common_response(s, r.error, r.leader_id, r.leader_epoch, r.endpoints):
             return
         if r.error != NONE or s.role is not QuorumRole.FOLLOWER:
             return
@@ -543,7 +678,12 @@ class Quorum:
             if r.base_offset != s.leo:  # an answer to an older fetch: Kafka's log rejects the append
                 self._event("FetchResponseIgnored", server=s.id, base=r.base_offset, leo=s.leo)
                 return
-            self._append_records(s, list(r.records), flush=s.is_voter())
+            if r.records:
+                # handleFetchResponse: only records are appended (records.sizeInBytes() > 0), and
+                # appendAsFollower flushes a voter's log or any controller's: core RaftManager.scala
+                # builds a controller's client with followersAlwaysFlush (3.9.0), and only
+                # controllers become voters, so every server here flushes what it appends.
+                self._append_records(s, list(r.records))
             if r.high_watermark >= 0:
                 s.hw = max(s.hw, min(r.high_watermark, s.leo))
         s.has_fetched_from_leader = True
@@ -585,7 +725,7 @@ class Quorum:
         """``LeaderState.updateLocalState``: the leader's own end offset, then maybe the HW."""
         ls = s.leader_state
         assert ls is not None
-        ls.replicas[s.id] = ReplicaState(s.key, s.leo, s.leo, True)
+        ls.replicas[s.replica_state_key(s.key)] = ReplicaState(s.key, s.leo, s.leo, True)
         self._maybe_update_high_watermark(s)
 
     def _maybe_update_high_watermark(self, s: Server) -> None:
@@ -595,8 +735,8 @@ class Quorum:
         ls = s.leader_state
         assert ls is not None
         voters = s.last_voters()[1]
-        offsets = sorted(((ls.replicas[k[0]].end_offset if k[0] in ls.replicas and is_voter_key(
-            (k,), ls.replicas[k[0]].key) else None) for k in voters), key=lambda o: -1 if o is None else o, reverse=True)
+        offsets = sorted(((ls.replicas[k].end_offset if k in ls.replicas else None) for k in voters),
+                         key=lambda o: -1 if o is None else o, reverse=True)
         candidate = offsets[len(voters) // 2]
         if candidate is None or candidate <= ls.epoch_start_offset:
             return
@@ -648,7 +788,7 @@ class Quorum:
             return
         ls = s.leader_state
         assert ls is not None
-        replica = ls.replicas.get(new.id)
+        replica = ls.replicas.get(s.replica_state_key(new.key))
         if not new.alive or replica is None or replica.key != new.key or not replica.caught_up:
             self._error(s, "add_voter", "REQUEST_TIMED_OUT", detail=f"server {new.id} is not caught up")
             return
@@ -687,7 +827,7 @@ class Quorum:
         pending, ls.pending = ls.pending, None
         self._event("VoterChangeCompleted", server=s.id, operation=pending.operation, voter=pending.voter[0], error=NONE)
         if not s.is_voter():
-            self._resign(s)
+            ls.resign_requested = True  # RemoveVoterHandler.highWatermarkUpdated -> requestResign (pollLeader)
 
     # -- crash, restart, disk loss --------------------------------------------------------------------
 
@@ -696,6 +836,7 @@ class Quorum:
         the admin client's request times out), and whatever was in flight to or from it."""
         s.leader_state = None
         s.role = QuorumRole.STOPPED
+        s.expected = {}
         if mode is CrashMode.POWER:
             self._truncate(s, s.flushed)
         for link in sorted(self.in_flight):
@@ -715,7 +856,7 @@ class Quorum:
         f = s.state_file
         s.hw, s.leader_state = 0, None
         s.votes_granted, s.votes_rejected, s.backing_off, s.has_fetched_from_leader = set(), set(), False, False
-        s.epoch, s.voted_key, s.leader = f.epoch, f.voted_key, f.leader
+        s.epoch, s.voted_key, s.leader, s.leader_endpoints = f.epoch, f.voted_key, f.leader, False
         if f.epoch < s.last_epoch():
             s.role, s.epoch, s.voted_key, s.leader = QuorumRole.UNATTACHED, s.last_epoch(), None, None
         elif f.leader == s.id:
@@ -723,7 +864,7 @@ class Quorum:
             s.role = QuorumRole.RESIGNED
             for v in s.voter_ids():
                 if v != s.id and v in self.servers:
-                    self._send(s.id, v, EndQuorumEpochRequest(s.epoch, s.id, ()))
+                    self._send_request(s, v, EndQuorumEpochRequest(s.epoch, s.id, ()))
         elif f.voted_key is not None and f.voted_key[0] == s.id and s.is_voter():
             s.role = QuorumRole.CANDIDATE
             s.election_voters = s.last_voters()[1]
@@ -733,10 +874,26 @@ class Quorum:
             s.role = QuorumRole.UNATTACHED
         elif f.leader is not None and s.voter_key_of(f.leader) is not None:
             s.role = QuorumRole.FOLLOWER
+            s.leader_endpoints = True
         else:
             s.role = QuorumRole.UNATTACHED
         self._persist(s)
         self._event("Restarted", server=s.id, role=s.role.value, epoch=s.epoch)
+        if s.role is QuorumRole.CANDIDATE:
+            self._maybe_transition_to_leader(s)  # KafkaRaftClient.initialize -> onBecomeCandidate
+        self._maybe_elect_only_voter(s)
+
+    def _maybe_elect_only_voter(self, s: Server) -> None:
+        """3.9.0 ``KafkaRaftClient.initialize``: "When there is only a single voter, become candidate
+        immediately" (``quorum.isOnlyVoter() && !quorum.isCandidate()`` -> transitionToCandidate, which
+        wins at once); with pre-vote the lone voter's prospective state concludes at once too."""
+        voters = s.last_voters()[1]
+        if s.alive and s.role not in (QuorumRole.CANDIDATE, QuorumRole.LEADER) and len(voters) == 1 \
+                and is_voter_key(voters, s.key):
+            if self.variant.pre_vote:
+                self._transition_to_prospective(s)
+            else:
+                self._transition_to_candidate(s)
 
     def _lose_disk(self, s: Server) -> None:
         """The disk is replaced and the server formatted again: a new directory id, no log, no

@@ -38,6 +38,8 @@ _CLASSES: dict[str, type] = {c.__name__: c for c in (
     QuorumChecker,
 )}
 _ENUMS: dict[str, type] = {c.__name__: c for c in (quorum_state.QuorumRole, quorum_state.ControlType)}
+_EFFECTS: dict[str, type] = {c.__name__: c for c in (quorum_state.BecameLeader, quorum_state.HighWatermarkAdvanced,
+                                                     quorum_state.VotersAppended, quorum_state.Truncated)}
 
 
 class QuorumDocumentError(ValueError):
@@ -103,6 +105,9 @@ def quorum_to_document(q: Quorum, checker: QuorumChecker) -> dict[str, Any]:
         "servers": _enc(q.servers),
         "in_flight": _enc(q.in_flight),
         "checker": _enc(checker),
+        "pending": None if q.pending is None else {  # what the servers did at start, not yet reported
+            "errors": q.pending.errors, "events": q.pending.events,
+            "effects": [[type(e).__name__, list(e)] for e in q.pending.effects]},
     }
 
 
@@ -120,6 +125,10 @@ def quorum_from_document(doc: dict[str, Any]) -> tuple[Quorum, QuorumChecker]:
         q.in_flight = _dec(doc["in_flight"])
         q.step_number = int(doc["step_number"])
         q._out = QuorumOutcome()
+        pending = doc.get("pending")
+        q.pending = None if pending is None else QuorumOutcome(
+            list(pending["errors"]), list(pending["events"]),
+            [_EFFECTS[name](*fields) for name, fields in pending["effects"]])
         checker = _dec(doc["checker"])
     except (KeyError, TypeError, ValueError) as exc:
         raise QuorumDocumentError(f"damaged quorum document: {type(exc).__name__}: {str(exc)[:200]}") from None

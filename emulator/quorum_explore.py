@@ -59,6 +59,7 @@ from .quorum_steps import (
     AddVoter,
     Append,
     BeginQuorumEpoch,
+    CheckQuorum,
     Deliver,
     Drop,
     ElectionTimeout,
@@ -84,14 +85,16 @@ CODE_OF_KIND: dict[QuorumStepKind, str] = {
     QuorumStepKind.DROP: "D", QuorumStepKind.ELECTION_TIMEOUT: "E", QuorumStepKind.FETCH: "F",
     QuorumStepKind.RESIGN: "G", QuorumStepKind.ADD_VOTER: "J", QuorumStepKind.REMOVE_VOTER: "K",
     QuorumStepKind.LOSE_DISK: "L", QuorumStepKind.RESTART: "R", QuorumStepKind.DELIVER: "X",
+    QuorumStepKind.CHECK_QUORUM: "Q",
 }
 KIND_OF_CODE: dict[str, QuorumStepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
 assert set(CODE_OF_KIND) == set(QUORUM_STEP_TABLE) and len(KIND_OF_CODE) == len(QUORUM_STEP_TABLE), \
     "one distinct code letter per quorum step kind"
 
-# Searched when --steps is not given: everything but the graceful resignation (opt-in: no claim
-# here needs it).
-DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(k for k in QUORUM_STEP_TABLE if k is not QuorumStepKind.RESIGN)
+# Searched when --steps is not given: everything but the graceful resignation and the check-quorum
+# resignation (opt-in: no claim here needs them).
+DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(
+    k for k in QUORUM_STEP_TABLE if k not in (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM))
 
 # The claim of KIP-996 as a property the search judges (with ``QuorumSpace.returning``).
 STABLE_LEADER = "StableLeaderNotDisrupted"
@@ -220,32 +223,53 @@ def _record(r: QuorumRecord) -> tuple:
     return (r.epoch, r.value, CONTROL_INDEX[r.control.value], r.voters)
 
 
-def _message(m: Message) -> tuple:
-    """A message as a tuple: a tag and its fields (records as tuples)."""
+REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)
+
+
+def _expected(q: Quorum, link: tuple[int, int], m: Message) -> int:
+    """1 when the message is (or answers) the request its requester now expects an answer to
+    (``Server.expected``), else 0: correlation ids matter only by that equality, so the canonical
+    state holds the flag, not the ever-growing numbers."""
+    requester, other = link if isinstance(m, REQUESTS) else (link[1], link[0])
+    cid = q.servers[requester].expected.get(other)
+    return 1 if cid is not None and cid == m.correlation_id else 0
+
+
+def _message(m: Message, expected: int = 0) -> tuple:
+    """A message as a tuple: a tag, its fields (records as tuples), and whether it is expected."""
     if isinstance(m, VoteRequest):
-        return (0, m.candidate_epoch, m.candidate_key, m.last_offset_epoch, m.last_offset, m.voter_key, m.pre_vote)
+        return (0, m.candidate_epoch, m.candidate_key, m.last_offset_epoch, m.last_offset, m.voter_key, m.pre_vote,
+                expected)
     if isinstance(m, VoteResponse):
-        return (1, m.error, m.leader_epoch, m.leader_id, m.vote_granted, m.pre_vote)
+        return (1, m.error, m.leader_epoch, m.leader_id, m.vote_granted, m.pre_vote, m.endpoints, expected)
     if isinstance(m, BeginQuorumEpochRequest):
-        return (2, m.leader_epoch, m.leader_id, m.voter_key)
+        return (2, m.leader_epoch, m.leader_id, m.voter_key, expected)
     if isinstance(m, BeginQuorumEpochResponse):
-        return (3, m.error, m.leader_epoch, m.leader_id)
+        return (3, m.error, m.leader_epoch, m.leader_id, m.endpoints, expected)
     if isinstance(m, EndQuorumEpochRequest):
-        return (4, m.leader_epoch, m.leader_id, m.preferred_successors)
+        return (4, m.leader_epoch, m.leader_id, m.preferred_successors, expected)
     if isinstance(m, EndQuorumEpochResponse):
-        return (5, m.error, m.leader_epoch, m.leader_id)
+        return (5, m.error, m.leader_epoch, m.leader_id, m.endpoints, expected)
     if isinstance(m, FetchRequest):
-        return (6, m.replica_key, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.max_records)
+        return (6, m.replica_key, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.max_records, expected)
     if isinstance(m, FetchResponse):
         return (7, m.error, m.leader_epoch, m.leader_id, tuple([_record(r) for r in m.records]), m.base_offset,
-                m.high_watermark, m.diverging_epoch, m.diverging_end_offset)
+                m.high_watermark, m.diverging_epoch, m.diverging_end_offset, m.endpoints, expected)
     raise ExploreError(f"unknown message {m!r}")  # pragma: no cover - the message union is closed
 
 
-def _server(s: Server) -> tuple:
+def _by_key(item: tuple) -> tuple[int, int]:
+    """Replica states in key order (a static voter's directory id None first)."""
+    key = item[0]
+    return (key[0], -1 if key[1] is None else key[1])
+
+
+def _server(s: Server, fetched: bool = False) -> tuple:
     """Everything of a server that a future step or verdict reads.  Left out: what only records
     history (``LeaderState.granting_voters`` and ``acknowledged``, ``backing_off``: written, never
-    read by a rule) and a campaign's votes and voter set outside a campaign (reset on entering one)."""
+    read by a rule), a campaign's votes and voter set outside a campaign (reset on entering one), and
+    the voters that fetched since the last check of the quorum unless ``fetched`` (only ``check_quorum``
+    reads them)."""
     campaign = s.role in (QuorumRole.CANDIDATE, QuorumRole.PROSPECTIVE)
     ls = s.leader_state
     leader = None
@@ -253,25 +277,27 @@ def _server(s: Server) -> tuple:
         pending = None if ls.pending is None else (ls.pending.operation, ls.pending.voter, ls.pending.offset)
         leader = (ls.epoch, ls.epoch_start_offset, ls.high_watermark,
                   tuple([(rid, r.key, r.end_offset, r.last_fetch_leader_leo, r.caught_up)
-                         for rid, r in sorted(ls.replicas.items())]), pending)
+                         for rid, r in sorted(ls.replicas.items(), key=_by_key)]), pending,
+                  tuple(sorted(ls.fetched_voters)) if fetched else ())
     f = s.state_file
     return (s.id, s.directory_id, s.bootstrap_voters, ROLE_INDEX[s.role], s.epoch, s.voted_key, s.leader,
             tuple([_record(r) for r in s.log]), s.flushed, s.hw, s.cache.as_tuple(), (f.epoch, f.voted_key, f.leader),
             tuple(sorted(s.votes_granted)) if campaign else (), tuple(sorted(s.votes_rejected)) if campaign else (),
-            s.election_voters if campaign else (), s.has_fetched_from_leader, leader)
+            s.election_voters if campaign else (), s.has_fetched_from_leader, leader, tuple(sorted(s.expected)),
+            s.leader_endpoints)
 
 
-def canonical(node: Node) -> tuple:
+def canonical(node: Node, fetched: bool = False) -> tuple:
     """The state as nested tuples: every server (id order), every non-empty link (sorted) with its
     messages in order, the checker's ghost state (the leader of each epoch, the committed records
     and the epoch that committed each), the counters, the stable leader.  Not the step number, not
     the last step's outcome."""
     q, g, c = node.q, node.checker, node.counters
-    links = tuple([(link, tuple([_message(m) for m in q.in_flight[link]])) for link in sorted(q.in_flight)
-                   if q.in_flight[link]])
+    links = tuple([(link, tuple([_message(m, _expected(q, link, m)) for m in q.in_flight[link]]))
+                   for link in sorted(q.in_flight) if q.in_flight[link]])
     ghost = (tuple(sorted(g.leaders.items())), tuple([(o, _record(r)) for o, r in sorted(g.committed.items())]),
              tuple(sorted(g.committed_in.items())))
-    return (tuple([_server(s) for _, s in sorted(q.servers.items())]), links, ghost,
+    return (tuple([_server(s, fetched) for _, s in sorted(q.servers.items())]), links, ghost,
             (c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses), node.stable)
 
 
@@ -292,42 +318,52 @@ def _record_of(t: tuple) -> QuorumRecord:
     return QuorumRecord(t[0], t[1], CONTROL_TYPES[t[2]], t[3])
 
 
-def _message_of(t: tuple) -> Message:
+def _message_of(t: tuple, cid: int) -> Message:
+    """The message of a tuple, with correlation id ``cid`` (0: a response no one expects)."""
     tag = t[0]
     if tag == 0:
-        return VoteRequest(t[1], t[2], t[3], t[4], t[5], t[6])
+        return VoteRequest(t[1], t[2], t[3], t[4], t[5], t[6], cid)
     if tag == 1:
-        return VoteResponse(t[1], t[2], t[3], t[4], t[5])
+        return VoteResponse(t[1], t[2], t[3], t[4], t[5], t[6], cid)
     if tag == 2:
-        return BeginQuorumEpochRequest(t[1], t[2], t[3])
+        return BeginQuorumEpochRequest(t[1], t[2], t[3], cid)
     if tag == 3:
-        return BeginQuorumEpochResponse(t[1], t[2], t[3])
+        return BeginQuorumEpochResponse(t[1], t[2], t[3], t[4], cid)
     if tag == 4:
-        return EndQuorumEpochRequest(t[1], t[2], t[3])
+        return EndQuorumEpochRequest(t[1], t[2], t[3], cid)
     if tag == 5:
-        return EndQuorumEpochResponse(t[1], t[2], t[3])
+        return EndQuorumEpochResponse(t[1], t[2], t[3], t[4], cid)
     if tag == 6:
-        return FetchRequest(t[1], t[2], t[3], t[4], t[5])
-    return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8])
+        return FetchRequest(t[1], t[2], t[3], t[4], t[5], cid)
+    return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8], t[9], cid)
 
 
 def restore(space: QuorumSpace, packed: bytes) -> Node:
     """The node of a packed canonical tuple (what ``canonical`` leaves out at its reset value)."""
     servers_t, links, ghost, counters, stable = marshal.loads(zlib.decompress(packed))
     q = Quorum(space.voters, space.observers, space.variant)
+    q.pending = None  # a restored state is past its first step
     for (sid, directory_id, bootstrap, role, epoch, voted, leader, log, flushed, hw, cache, state_file, granted, rejected,
-         election_voters, fetched, ls) in servers_t:
+         election_voters, fetched, ls, expected, endpoints) in servers_t:
         leader_state = None
         if ls is not None:
-            ls_epoch, start, high_watermark, replicas, pending = ls
+            ls_epoch, start, high_watermark, replicas, pending, fetched_voters = ls
             leader_state = LeaderState(ls_epoch, start, (), high_watermark,
                                        {rid: ReplicaState(key, end, leo, caught) for rid, key, end, leo, caught in replicas},
-                                       None if pending is None else PendingVoterChange(pending[0], pending[1], pending[2]))
+                                       None if pending is None else PendingVoterChange(pending[0], pending[1], pending[2]),
+                                       fetched_voters=set(fetched_voters))
         q.servers[sid] = Server(sid, directory_id, bootstrap, ROLES[role], epoch, voted, leader,
                                 [_record_of(r) for r in log], flushed, hw, LeaderEpochCache("v2", cache),
                                 ElectionState(state_file[0], state_file[1], state_file[2]), set(granted), set(rejected),
-                                election_voters, False, fetched, leader_state)
-    q.in_flight = {link: deque([_message_of(m) for m in msgs]) for link, msgs in links}
+                                election_voters, False, fetched, leader_state,
+                                {dest: i + 1 for i, dest in enumerate(expected)}, len(expected), endpoints)
+    q.in_flight = {}
+    for link, msgs in links:
+        restored: deque[Message] = deque()
+        for m in msgs:
+            requester, other = link if m[0] in (0, 2, 4, 6) else (link[1], link[0])
+            restored.append(_message_of(m, q.servers[requester].expected[other] if m[-1] else 0))
+        q.in_flight[link] = restored
     leaders, committed, committed_in = ghost
     checker = QuorumChecker(dict(leaders), {o: _record_of(r) for o, r in committed}, dict(committed_in))
     return Node(q, checker, QuorumCounters(*counters), stable)
@@ -339,16 +375,19 @@ def _clone_server(s: Server) -> Server:
     if ls is not None:
         leader_state = LeaderState(ls.epoch, ls.epoch_start_offset, ls.granting_voters, ls.high_watermark,
                                    {rid: ReplicaState(r.key, r.end_offset, r.last_fetch_leader_leo, r.caught_up)
-                                    for rid, r in ls.replicas.items()}, ls.pending, set(ls.acknowledged))
+                                    for rid, r in ls.replicas.items()}, ls.pending, set(ls.acknowledged),
+                                   ls.resign_requested, set(ls.fetched_voters))
     return Server(s.id, s.directory_id, s.bootstrap_voters, s.role, s.epoch, s.voted_key, s.leader, list(s.log), s.flushed,
                   s.hw, s.cache.copy(), s.state_file, set(s.votes_granted), set(s.votes_rejected), s.election_voters,
-                  s.backing_off, s.has_fetched_from_leader, leader_state)
+                  s.backing_off, s.has_fetched_from_leader, leader_state, dict(s.expected), s.next_correlation,
+                  s.leader_endpoints)
 
 
 def clone(space: QuorumSpace, node: Node) -> Node:
     """An independent copy of a node (records, messages, keys and the state file are immutable: shared)."""
     q = Quorum(space.voters, space.observers, space.variant)
     q.servers = {sid: _clone_server(s) for sid, s in node.q.servers.items()}
+    q.pending = node.q.pending
     q.in_flight = {link: deque(msgs) for link, msgs in node.q.in_flight.items() if msgs}
     g = node.checker
     return Node(q, QuorumChecker(dict(g.leaders), dict(g.committed), dict(g.committed_in)), node.counters, node.stable)
@@ -453,6 +492,8 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
                 codes += [f"F{sid}t{d}" for d in alive if d != sid]
     if space.has(QuorumStepKind.RESIGN):
         codes += [f"G{lid}" for lid in leaders]
+    if space.has(QuorumStepKind.CHECK_QUORUM):
+        codes += [f"Q{lid}" for lid in leaders]
     if c.reconfigs < b.reconfigs:
         for lid in leaders:
             voters = servers[lid].voter_ids()
@@ -526,6 +567,14 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
         for v in voters:
             if v != leader and v in node.q.servers:
                 _exchange(node, taken, leader, v)
+    elif kind is QuorumStepKind.CHECK_QUORUM:  # a resignation's EndQuorumEpoch to every voter, answered
+        leader = int(code[1])
+        voters = node.q.servers[leader].voter_ids()
+        _apply(node, taken, CheckQuorum(leader))
+        if node.q.servers[leader].role is QuorumRole.RESIGNED:
+            for v in voters:
+                if v != leader and v in node.q.servers:
+                    _exchange(node, taken, leader, v)
     elif kind in (QuorumStepKind.ADD_VOTER, QuorumStepKind.REMOVE_VOTER):
         leader, voter = int(code[1]), int(code[2])
         step: QuorumStep = AddVoter(voter, leader) if kind is QuorumStepKind.ADD_VOTER else RemoveVoter(voter, leader)
@@ -628,7 +677,7 @@ def expand(space: QuorumSpace, packed: bytes, key: bytes) -> list[QuorumSuccesso
             continue
         if not within_bounds(space, node.q):
             continue
-        t = canonical(node)
+        t = canonical(node, space.has(QuorumStepKind.CHECK_QUORUM))
         child = digest(t)
         if child == key:
             continue
@@ -685,10 +734,11 @@ def search_quorum(space: QuorumSpace, on_level: Callable[[Level], None] = lambda
     depth and then smallest path.  ``clock`` only times the levels; nothing depends on it."""
     violations: dict[str, tuple[int, str]] = {} if found is None else found
     node, _steps, broken = root(space)
-    key = digest(canonical(node))
+    fetched = space.has(QuorumStepKind.CHECK_QUORUM)
+    key = digest(canonical(node, fetched))
     note_violations(violations, 0, "", broken)
     visited: set[bytes] = {key}
-    frontier: list[tuple[str, bytes, bytes]] = [("", pack(canonical(node)), key)]
+    frontier: list[tuple[str, bytes, bytes]] = [("", pack(canonical(node, fetched)), key)]
     per_depth, transitions = [1], 0
     for depth in range(1, space.bounds.depth + 1):
         if not frontier:

@@ -69,6 +69,7 @@ class VoteRequest:
     last_offset: int
     voter_key: ReplicaKey  # the receiver as the candidate's voter set names it (KIP-853)
     pre_vote: bool = False
+    correlation_id: int = 0  # the request's (Kafka's RaftRequest correlationId); a response carries its request's
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,8 @@ class VoteResponse:
     leader_id: int | None
     vote_granted: bool
     pre_vote: bool = False
+    endpoints: bool = True  # the named leader's endpoints are in the message (KIP-853 NodeEndpoints)
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class BeginQuorumEpochRequest:
     leader_epoch: int
     leader_id: int
     voter_key: ReplicaKey
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,8 @@ class BeginQuorumEpochResponse:
     error: str
     leader_epoch: int
     leader_id: int | None
+    endpoints: bool = True  # the named leader's endpoints are in the message (KIP-853 NodeEndpoints)
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +105,7 @@ class EndQuorumEpochRequest:
     leader_epoch: int
     leader_id: int
     preferred_successors: tuple[int, ...]
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +113,8 @@ class EndQuorumEpochResponse:
     error: str
     leader_epoch: int
     leader_id: int | None
+    endpoints: bool = True  # the named leader's endpoints are in the message (KIP-853 NodeEndpoints)
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,7 @@ class FetchRequest:
     fetch_offset: int
     last_fetched_epoch: int
     max_records: int | None = None
+    correlation_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +137,8 @@ class FetchResponse:
     high_watermark: int = -1  # -1: the leader knows none yet
     diverging_epoch: int = -1
     diverging_end_offset: int = -1
+    endpoints: bool = True  # the named leader's endpoints are in the message (KIP-853 NodeEndpoints)
+    correlation_id: int = 0
 
 
 Message = Union[VoteRequest, VoteResponse, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
@@ -191,9 +203,13 @@ class LeaderState:
     epoch_start_offset: int
     granting_voters: tuple[int, ...]
     high_watermark: int | None = None  # Optional.empty() until a record of this epoch is committed
-    replicas: dict[int, ReplicaState] = field(default_factory=dict)
+    # LeaderState.voterStates (by the voter's key) and observerStates (by the fetcher's key): see
+    # Server.replica_state_key
+    replicas: dict[ReplicaKey, ReplicaState] = field(default_factory=dict)
     pending: PendingVoterChange | None = None
     acknowledged: set[int] = field(default_factory=set)
+    resign_requested: bool = False  # LeaderState.requestResign: the leader resigns at its next poll (pollLeader)
+    fetched_voters: set[int] = field(default_factory=set)  # LeaderState.fetchedVoters (check quorum)
 
 
 @dataclass(slots=True)
@@ -218,6 +234,11 @@ class Server:
     backing_off: bool = False
     has_fetched_from_leader: bool = False  # a follower's successful fetch in this epoch (KIP-996 pre-vote)
     leader_state: LeaderState | None = None
+    # RequestManager: per destination, the correlation id of the one request whose response is expected
+    # (ConnectionState.inFlightCorrelationId); every transition but a granted vote forgets them (resetAll)
+    expected: dict[int, int] = field(default_factory=dict)
+    next_correlation: int = 0  # NetworkChannel.newCorrelationId
+    leader_endpoints: bool = False  # EpochState.leaderEndpoints() not empty (a follower's; an unattached's never)
 
     @property
     def alive(self) -> bool:
@@ -257,6 +278,17 @@ class Server:
         """``QuorumState.isVoter``: the local (id, directory id) is in the last voter set (a static
         voter set has no directory ids: the id alone matches)."""
         return is_voter_key(self.last_voters()[1], self.key)
+
+    def replica_state_key(self, key: ReplicaKey) -> ReplicaKey:
+        """Where this server, leading, keeps the fetch state of ``key`` (3.9.0
+        ``LeaderState.getOrCreateReplicaState``): under the voter of its last voter set with that id
+        when the key matches it (a voter without directory id matches any: static voters), else under
+        that very key (an observer's state) -- so a voter back with a new disk fetches as an observer
+        and its old copy's offset stays."""
+        for voter in self.last_voters()[1]:
+            if voter[0] == key[0] and (voter[1] is None or voter[1] == key[1]):
+                return voter
+        return key
 
     def voter_key_of(self, node: int) -> ReplicaKey | None:
         for key in self.last_voters()[1]:

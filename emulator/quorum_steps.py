@@ -67,6 +67,7 @@ class BeginQuorumEpoch:
 @dataclass(frozen=True, slots=True)
 class Resign:
     server: int
+    epoch: int | None = None
     kind = QuorumStepKind.RESIGN
 
 
@@ -113,8 +114,14 @@ class LoseDisk:
     kind = QuorumStepKind.LOSE_DISK
 
 
+@dataclass(frozen=True, slots=True)
+class CheckQuorum:
+    server: int
+    kind = QuorumStepKind.CHECK_QUORUM
+
+
 QuorumStep = Union[ElectionTimeout, Deliver, Drop, QuorumFetch, BeginQuorumEpoch, Resign, Append, AddVoter, RemoveVoter,
-                   QuorumCrash, QuorumRestart, LoseDisk]
+                   QuorumCrash, QuorumRestart, LoseDisk, CheckQuorum]
 
 _SERVER = Arg("server", ArgType.REPLICA, required=True, doc="the server the step happens on")
 _LEADER = Arg("server", ArgType.REPLICA, doc="the server the admin client sends to (default: the live leader of the "
@@ -124,9 +131,11 @@ _LINK = (Arg("source", ArgType.REPLICA, required=True, doc="the sender of the me
 
 QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): spec for spec in (
     StepSpec(QuorumStepKind.ELECTION_TIMEOUT, ElectionTimeout, (_SERVER,),
-             "A voter's election (or fetch) timeout fires: it becomes candidate in epoch + 1, votes for itself and "
-             "sends Vote to every other voter (pre_vote: it becomes prospective in its epoch and sends Vote with "
-             "PreVote=true); a resigned leader does the same. Refused on a leader, an observer or a stopped server."),
+             "A voter's election (or fetch) timeout fires: it (a resigned leader too) becomes candidate in epoch + 1, "
+             "votes for itself and sends Vote to every other voter. pre_vote: an unattached, follower or candidate "
+             "voter becomes prospective in its epoch and sends Vote with PreVote=true; a prospective goes back to "
+             "following the leader it knows, else unattached; a resigned leader goes unattached in epoch + 1. "
+             "Refused on a leader, an observer or a stopped server."),
     StepSpec(QuorumStepKind.DELIVER, Deliver, _LINK,
              "The oldest message in flight from source to destination arrives; a request is answered at once (the "
              "response is put in flight back). Refused when nothing is in flight on that link."),
@@ -141,9 +150,12 @@ QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): 
         _SERVER, Arg("to", ArgType.REPLICA, required=True, doc="the voter it is sent to"),
     ), "The leader sends BeginQuorumEpoch again (its beginQuorumEpochTimer): a new leader sends one to every "
        "voter by itself."),
-    StepSpec(QuorumStepKind.RESIGN, Resign, (_SERVER,),
-             "The leader resigns (graceful shutdown): it becomes resigned in its epoch and sends EndQuorumEpoch to "
-             "every other voter, its preferred successors ordered by fetched offset."),
+    StepSpec(QuorumStepKind.RESIGN, Resign, (
+        _SERVER,
+        Arg("epoch", ArgType.EPOCH, doc="RaftClient.resign(epoch): an older epoch is ignored, a newer one or a "
+            "server that does not lead this epoch is refused; the leader resigns at the end of the step"),
+    ), "The leader resigns (graceful shutdown, or RaftClient.resign of its epoch): it becomes resigned in its epoch "
+       "and sends EndQuorumEpoch to every other voter, its preferred successors ordered by fetched offset."),
     StepSpec(QuorumStepKind.APPEND, Append, (
         Arg("value", ArgType.STRING, required=True, doc="the record"), _LEADER,
     ), "A client write: the leader appends the record in its epoch and flushes; a non-leader answers "
@@ -163,6 +175,11 @@ QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): 
     ), "The server stops; every message to or from it is lost; the quorum-state file and the flushed log survive."),
     StepSpec(QuorumStepKind.RESTART, QuorumRestart, (_SERVER,),
              "The server starts from its quorum-state file and its log (QuorumState.initialize); HW unknown (0)."),
+    StepSpec(QuorumStepKind.CHECK_QUORUM, CheckQuorum, (_SERVER,),
+             "The leader's check-quorum interval ends (controller.quorum.fetch.timeout.ms x 1.5): unless a majority "
+             "of its voters (itself counted when it is one) fetched since the previous check or its election, it "
+             "resigns (LeaderState.timeUntilCheckQuorumExpires, pollLeader). Refused on a non-leader and on the "
+             "leader of a one-voter quorum (its timer never expires)."),
     StepSpec(QuorumStepKind.LOSE_DISK, LoseDisk, (_SERVER,),
              "A stopped server's disk is replaced: log and quorum-state file are gone, it is formatted again with a new "
              "directory id (without initial voters when voters are dynamic) and starts."),

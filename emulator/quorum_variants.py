@@ -28,10 +28,12 @@ QUORUM_KNOBS: dict[str, Knob] = {k.name: k for k in (
          "KIP-853, 3.9.0: LeaderState.appendStartOfEpochControlRecords, AddVoterHandler, RemoveVoterHandler, "
          "KafkaRaftClient.isValidVoterKey"),
     Knob("pre_vote", (False, True),
-         "an election timeout makes a voter prospective (same epoch, Vote requests with PreVote=true that change no "
-         "receiver's state); a majority of granted pre-votes makes it a candidate",
-         "KIP-996, 4.0: ProspectiveState (not in the 3.9.0 code read here: rules from the KIP and "
-         "Vanlightly/kafka-tlaplus kraft/kip_996 GrantPreVote / ConcludePreVote)"),
+         "an election timeout makes a voter (unattached, follower or candidate) prospective in its epoch (Vote "
+         "requests with PreVote=true, memory only); a majority of granted pre-votes makes it a candidate, a "
+         "rejecting majority or its next timeout a follower of the leader it knows (else unattached); a pre-vote of a "
+         "higher epoch moves its receiver to unattached in that epoch",
+         "KIP-996, 4.x: apache/kafka 53364c5 KafkaRaftClient (pollCandidate, pollProspective, "
+         "prospectiveTransitionAfterElectionLoss, handleVoteRequest), ProspectiveState"),
     Knob("reconfig_requires_leader_epoch_commit", (False, True),
          "a leader answers AddRaftVoter / RemoveRaftVoter REQUEST_TIMED_OUT until its high watermark is known, i.e. "
          "until it committed a record of its own epoch (its LeaderChange); off, the leader judges the previous "

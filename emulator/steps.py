@@ -61,6 +61,7 @@ class QuorumStepKind(str, Enum):
     CRASH = "crash"
     RESTART = "restart"
     LOSE_DISK = "lose_disk"
+    CHECK_QUORUM = "check_quorum"
 
     def __str__(self) -> str:
         return self.value

@@ -164,8 +164,11 @@ def _timeline(q: Quorum, seq: int, description: str, batch, columns: tuple[str, 
     for position, (sid, s) in enumerate(sorted(q.servers.items())):
         remote = None
         if s.leader_state is not None:
-            remote = json.dumps({str(r): rs.end_offset for r, rs in sorted(s.leader_state.replicas.items())
-                                 if rs.end_offset is not None})
+            # each server's current incarnation (its key now: a voter back with a new disk shows its new copy)
+            states = s.leader_state.replicas
+            remote = json.dumps({str(r): states[k].end_offset for r, k in
+                                 ((r, s.replica_state_key(q.servers[r].key)) for r in sorted(q.servers))
+                                 if k in states and states[k].end_offset is not None})
         append((seq, position, description, sid, s.role.value, s.alive, None, s.epoch, s.leo, s.hw, remote,
                 json.dumps(s.cache.as_pairs()), leader, epoch, json.dumps(list(s.voter_ids()))))
 

@@ -65,3 +65,12 @@ class Run:
 
     def error_codes(self) -> list[str]:
         return [e["error"] for e in self.errors]
+
+
+def leader_with_hw(voters=(1, 2, 3), observers=(), variant=None) -> Run:
+    """Server 1 elected by every voter, each other voter fetched twice (the leader's HW known)."""
+    r = Run(voters, observers, variant) if variant else Run(voters, observers)
+    r.elect(1)
+    for v in voters[1:]:
+        r.fetch(v, 2)
+    return r

@@ -71,7 +71,7 @@ def test_rule_on_small_space_is_exhausted_with_no_violation(capsys, tmp_path):
                       "--epochs", "1", "--records", "0", "--reconfigs", "1")
     assert result["exhausted"] and result["complete"] and result["violations"] == []
     assert result["states_per_depth"][-1] == 0 and result["diameter"] == len(result["states_per_depth"]) - 2
-    assert result["distinct_states"] == 303
+    assert result["distinct_states"] == 327
 
 
 def test_pre_vote_claim_holds_under_kraft996_and_breaks_under_kraft853(capsys, tmp_path):

@@ -2,7 +2,8 @@
 
 Source: apache/kafka tag 3.9.0-rc3 (the 3.9.0 release commit; raft/ identical to the 3.9 branch),
 ``raft/src/test/java/org/apache/kafka/raft/``.  KafkaRaftClientPreVoteTest is 4.x only and not in
-that tree: pre-vote is tested in tests/test_quorum_core.py from KIP-996 and the TLA+ spec.
+that tree: pre-vote is tested in tests/test_quorum_core.py and, from Kafka 4.x's code and tests
+(apache/kafka 53364c5), in tests/test_quorum_kafka_code.py.
 """
 
 from __future__ import annotations
@@ -22,17 +23,9 @@ from emulator.quorum_steps import (
 )
 from emulator.quorum_variants import KRAFT595
 from emulator.scenario import StepRefused
-from quorum_helpers import Run
+from quorum_helpers import Run, leader_with_hw
 
 T = "raft/src/test/java/org/apache/kafka/raft/"
-
-
-def _leader_with_hw(voters=(1, 2, 3), observers=(), variant=None):
-    r = Run(voters, observers, variant) if variant else Run(voters, observers)
-    r.elect(1)
-    for v in voters[1:]:
-        r.fetch(v, 2)
-    return r
 
 
 def _vote(r, to, epoch, candidate=(2, 1), last_epoch=0, last_offset=0, key=None):
@@ -45,7 +38,7 @@ def _vote(r, to, epoch, candidate=(2, 1), last_epoch=0, last_offset=0, key=None)
 def test_reject_votes_from_same_epoch_after_resigning_leadership():
     """KafkaRaftClientTest.testRejectVotesFromSameEpochAfterResigningLeadership (3.9.0): a leader that
     resigned rejects a Vote of its own epoch."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(Resign(1))
     resp = _vote(r, 1, 1, candidate=(2, 1), last_epoch=1, last_offset=2)
     assert resp.error == "NONE" and not resp.vote_granted and r.s(1).role is QuorumRole.RESIGNED
@@ -54,7 +47,7 @@ def test_reject_votes_from_same_epoch_after_resigning_leadership():
 def test_grant_votes_from_higher_epoch_after_resigning_leadership():
     """KafkaRaftClientTest.testGrantVotesFromHigherEpochAfterResigningLeadership (3.9.0): a resigned
     leader grants a Vote of a higher epoch from an up-to-date candidate and becomes voted (unattached)."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(Resign(1))
     resp = _vote(r, 1, 2, last_epoch=1, last_offset=2)
     assert resp.vote_granted and r.s(1).role is QuorumRole.UNATTACHED and r.s(1).voted_key == (2, 1)
@@ -65,7 +58,7 @@ def test_initialize_as_resigned_leader_from_state_store():
     """KafkaRaftClientTest.testInitializeAsResignedLeaderFromStateStore (3.9.0) / QuorumStateTest.
     testInitializeAsResignedLeader: a leader restarted from its quorum-state file is resigned in the
     same epoch and rejects votes of that epoch."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(QuorumCrash(1)), r(QuorumRestart(1))
     assert r.s(1).role is QuorumRole.RESIGNED and r.s(1).epoch == 1
     assert not _vote(r, 1, 1, last_epoch=1, last_offset=5).vote_granted
@@ -83,7 +76,7 @@ def test_handle_valid_vote_request_as_follower():
 def test_handle_vote_request_as_follower_with_elected_leader():
     """KafkaRaftClientTest.testHandleVoteRequestAsFollowerWithElectedLeader (3.9.0): a follower of a
     known leader rejects another candidate of the same epoch."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     resp = _vote(r, 2, 1, candidate=(3, 1), last_epoch=1, last_offset=9)
     assert resp.error == "NONE" and not resp.vote_granted and resp.leader_id == 1
 
@@ -100,7 +93,7 @@ def test_handle_invalid_vote_request_with_older_epoch():
 def test_leader_ignore_vote_request_on_same_epoch():
     """KafkaRaftClientTest.testLeaderIgnoreVoteRequestOnSameEpoch (3.9.0): the leader rejects a Vote
     of its epoch and stays leader."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     resp = _vote(r, 1, 1, last_epoch=0, last_offset=0)
     assert not resp.vote_granted and r.s(1).role is QuorumRole.LEADER
 
@@ -116,7 +109,7 @@ def test_handle_vote_request_as_observer():
 def test_invalid_voter_replica_vote_request():
     """KafkaRaftClientTest.testInvalidVoterReplicaVoteRequest (3.9.0): a Vote naming another id or
     another directory id for the receiver is answered INVALID_VOTER_KEY, after the epoch moved."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     assert _vote(r, 1, 2, last_epoch=1, last_offset=9, key=(10, 99)).error == "INVALID_VOTER_KEY"
     assert _vote(r, 1, 3, last_epoch=1, last_offset=9, key=(1, 99)).error == "INVALID_VOTER_KEY"
     assert r.s(1).epoch == 3
@@ -134,7 +127,7 @@ def test_initialize_as_candidate_and_become_leader_quorum_of_three():
 def test_voter_become_candidate_after_fetch_timeout():
     """KafkaRaftClientTest.testVoterBecomeCandidateAfterFetchTimeout (3.9.0): a follower voter whose
     fetch timeout expires becomes candidate in epoch + 1."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(ElectionTimeout(2))
     assert r.s(2).role is QuorumRole.CANDIDATE and r.s(2).epoch == 2 and r.s(2).voted_key == (2, 1)
 
@@ -152,7 +145,7 @@ def test_follower_as_observer_does_not_become_candidate_after_fetch_timeout():
 def test_leader_immediately_sends_diverging_epoch():
     """KafkaRaftClientTest.testLeaderImmediatelySendsDivergingEpoch (3.9.0): a fetch whose last fetched
     epoch ends earlier on the leader is answered at once with the diverging epoch and end offset."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r.q._send(2, 1, __import__("emulator.quorum_state", fromlist=["FetchRequest"]).FetchRequest((2, 1), 1, 5, 1))
     r(Deliver(2, 1))
     resp = r.q.messages(1, 2)[-1]
@@ -175,7 +168,7 @@ def test_retry_election():
 def test_add_voter():
     """KafkaRaftClientReconfigTest.testAddVoter (3.9.0): a caught-up observer is added: a VotersRecord
     is appended and the change answered NONE once committed; it is then a voter."""
-    r = _leader_with_hw((1, 2, 3), (4,))
+    r = leader_with_hw((1, 2, 3), (4,))
     r.fetch(4, 1, to=1), r.fetch(4, 2)
     r(AddVoter(4))
     r.fetch(2, 2), r.fetch(3, 2)
@@ -186,7 +179,7 @@ def test_add_voter():
 
 def test_add_voter_with_pending_add_voter():
     """KafkaRaftClientReconfigTest.testAddVoterWithPendingAddVoter (3.9.0): REQUEST_TIMED_OUT."""
-    r = _leader_with_hw((1, 2, 3), (4, 5))
+    r = leader_with_hw((1, 2, 3), (4, 5))
     for o in (4, 5):
         r.fetch(o, 1, to=1), r.fetch(o, 2)
     r(AddVoter(4)), r(AddVoter(5))
@@ -205,7 +198,7 @@ def test_add_voter_without_fenced_previous_leaders():
 
 def test_add_voter_with_existing_voter():
     """KafkaRaftClientReconfigTest.testAddVoterWithExistingVoter (3.9.0): DUPLICATE_VOTER."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(AddVoter(2))
     assert r.error_codes() == ["DUPLICATE_VOTER"]
 
@@ -213,14 +206,14 @@ def test_add_voter_with_existing_voter():
 def test_add_voter_with_lagging_new_voter():
     """KafkaRaftClientReconfigTest.testAddVoterWithLaggingNewVoter (3.9.0): an observer that never
     caught up with the leader's LEO: REQUEST_TIMED_OUT."""
-    r = _leader_with_hw((1, 2, 3), (4,))
+    r = leader_with_hw((1, 2, 3), (4,))
     r(AddVoter(4))
     assert r.error_codes() == ["REQUEST_TIMED_OUT"]
 
 
 def test_add_voter_with_kraft_version_0():
     """KafkaRaftClientReconfigTest.testAddVoterWithKraftVersion0 (3.9.0): UNSUPPORTED_VERSION."""
-    r = _leader_with_hw((1, 2, 3), (4,), KRAFT595)
+    r = leader_with_hw((1, 2, 3), (4,), KRAFT595)
     r(AddVoter(4))
     assert r.error_codes() == ["UNSUPPORTED_VERSION"]
 
@@ -228,7 +221,7 @@ def test_add_voter_with_kraft_version_0():
 def test_remove_voter_is_leader():
     """KafkaRaftClientReconfigTest.testRemoveVoterIsLeader (3.9.0): the leader removes itself; once the
     change is committed by the remaining voters it resigns and sends EndQuorumEpoch."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(RemoveVoter(1))
     r.fetch(2, 2), r.fetch(3, 2)
     assert r.s(1).role is QuorumRole.RESIGNED
@@ -237,7 +230,7 @@ def test_remove_voter_is_leader():
 
 def test_remove_voter_with_none_voter():
     """KafkaRaftClientReconfigTest.testRemoveVoterWithNoneVoter (3.9.0): VOTER_NOT_FOUND."""
-    r = _leader_with_hw((1, 2, 3), (4,))
+    r = leader_with_hw((1, 2, 3), (4,))
     r(RemoveVoter(4))
     assert r.error_codes() == ["VOTER_NOT_FOUND"]
 
@@ -245,7 +238,7 @@ def test_remove_voter_with_none_voter():
 def test_remove_voter_fails_when_losing_leadership():
     """KafkaRaftClientReconfigTest.testRemoveVoterFailsWhenLosingLeadership (3.9.0): the pending change
     is answered NOT_LEADER_OR_FOLLOWER when the leader resigns."""
-    r = _leader_with_hw()
+    r = leader_with_hw()
     r(RemoveVoter(3))
     r(Resign(1))
     assert r.error_codes() == ["NOT_LEADER_OR_FOLLOWER"]
@@ -266,7 +259,7 @@ def test_update_high_watermark_quorum_size_three():
 def test_high_watermark_does_not_decrease_from_new_voter():
     """LeaderStateTest.testHighWatermarkDoesNotDecreaseFromNewVoter (3.9.0): adding a voter that holds
     less does not move the HW down."""
-    r = _leader_with_hw((1, 2, 3), (4,))
+    r = leader_with_hw((1, 2, 3), (4,))
     r.fetch(4, 1, to=1), r.fetch(4, 2)
     r(Append("a")), r.fetch(2, 2)
     hw = r.s(1).leader_state.high_watermark
