@@ -326,7 +326,9 @@ def create(p: "Partition", step: Elect) -> None:
         isr = (leader,)
     else:
         isr = c.isr
-    elr = tuple(r for r in target_elr(p, c.isr, isr, c.elr) if r != leader) if not unclean else ()
+    # buildPartitionRegistration (3.8.0 ReplicationControlManager ~830-842) sets no ELR: a partition
+    # created below min ISR starts with an empty ELR, whatever its ISR.
+    elr: tuple[int, ...] = ()
     to = step.to if step.to is not None else (leader,) + tuple(r for r in p.assignment if r != leader)
     write_change(p, leader, tuple(sorted(isr)), elr, c.last_known_elr, "election", unclean=unclean, epoch=step.epoch,
                  force_epoch_bump=True, to=to)
@@ -405,8 +407,11 @@ def register(p: "Partition", rep: Replica, fenced: bool) -> None:
     c.broker_epochs[r] = rep.broker_epoch = c.next_broker_epoch
     c.next_broker_epoch += 1
     p.event("BrokerRegistered", replica=r, broker_epoch=rep.broker_epoch, clean_shutdown=clean)
-    if not clean and p.variant.elr and r in c.elr:
-        change_partition(p, c.isr, "unclean shutdown", unclean_shutdown=(r,))
+    if not clean and p.variant.elr and (r in c.elr or r in c.isr):
+        # handleBrokerUncleanShutdown (3.8.0 ReplicationControlManager ~1395-1401): the partitions
+        # with the broker in the ISR, then those with it in the ELR; it leaves both.  (A fenced
+        # broker stays in an ISR only when canElectLastKnownLeader elected it: section 10.5.)
+        change_partition(p, tuple(x for x in c.isr if x != r), "unclean shutdown", unclean_shutdown=(r,))
     if not fenced:
         unfence_broker(p, rep)
 
@@ -493,6 +498,9 @@ def alter_partition(p: "Partition", step: AlterPartition) -> None:
 # state (the maximal ISR, no new AlterPartition) until new metadata reaches it; after the others
 # (INELIGIBLE_REPLICA) it returns to its last committed state.
 AWAIT_METADATA_ERRORS = ("FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "INVALID_REQUEST")
+# The marker of an accepted AlterPartition whose response a lagging leader ignored (its leader epoch
+# is not the leader's): the leader stays pending until new metadata reaches it, as after the errors above.
+STALE_RESPONSE = "STALE_LEADER_EPOCH"
 
 
 def rejection(p: "Partition", request: AlterPartitionRequest) -> tuple[str, str] | None:
@@ -547,10 +555,20 @@ def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartit
         changed = write_change(p, c.leader, request.isr, elr, c.last_known_elr, "alter_partition " + request.why)
         if changed and leader.id in c.lagging and ls is not None:
             # The AlterPartition response carries the new state to the leader, lagging or not
-            # (Partition.handleAlterPartitionUpdate).
+            # (Partition.handleAlterPartitionUpdate) -- unless the change bumped the leader epoch
+            # (kip903's shrink): the response's leader epoch is not the leader's, so it is ignored
+            # (3.5.0 Partition.scala ~1855-1858) and the leader stays in its pending state, the
+            # maximal ISR and no new AlterPartition, until the metadata log brings the new epoch.
             current = c.current_request()
             assert current is not None
-            process_leader_and_isr(p, leader, current)
+            if current.leader_epoch == leader.leader_epoch:
+                process_leader_and_isr(p, leader, current)
+            else:
+                ls.in_flight = AlterPartitionRequest(request.leader, request.leader_epoch, request.partition_epoch,
+                                                     request.isr, request.added_broker_epochs, request.why,
+                                                     STALE_RESPONSE)
+                p.event("AlterPartitionResponseIgnored", leader=leader.id, epoch=current.leader_epoch,
+                        leader_epoch=leader.leader_epoch, awaits_metadata=True)
     p.effect(IsrWritten(leader.id))
     p.event("IsrChange", by="leader", why=request.why, isr=list(request.isr), epoch=c.leader_epoch)
     if changed and ls is not None and leader.leadership is not None:

@@ -369,7 +369,7 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
         Arg("fenced", ArgType.BOOL, default=False, doc="KRaft: the broker stays fenced after registering until an unfence step"),
     ), "The broker starts again: HW = min(checkpointed HW, LEO), no known leader. KRaft: the controller fences its "
        "old registration if it had not (it leaves the ISR), it registers with a new broker epoch, clean only if its "
-       "last stop was a shutdown step (else it leaves every ELR), and is unfenced at once unless `fenced`."),
+       "last stop was a shutdown step (else it leaves every ISR and ELR), and is unfenced at once unless `fenced`."),
     StepSpec(StepKind.TICK, Tick, (
         Arg("ms", ArgType.MILLIS, required=True, doc="how much emulated time passes"),
     ), "Emulated time passes; leaders shrink the ISR of followers that lagged too long."),
@@ -379,7 +379,7 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
             doc="KRaft: request = the broker asks and stays registered in controlled shutdown; stop = it stops; all = both"),
     ), "A clean (controlled) shutdown: KRaft moves leadership away and removes the broker from the ISR first (the broker "
        "stays registered, in controlled shutdown: not a leader candidate, not eligible for the ISR, its AlterPartition "
-       "entries refused); the broker flushes its log, checkpoints its HW, writes its broker epoch to the clean-shutdown "
+       "entries refused, its fetcher stopped once it is outside the ISR); the broker flushes its log, checkpoints its HW, writes its broker epoch to the clean-shutdown "
        "file and stops (fenced). A fenced broker is told to stop at once (SHUTDOWN_NOW)."),
     StepSpec(StepKind.FENCE, Fence, (_REPLICA,),
              "KRaft: the controller fences the broker (missed heartbeats). It leaves the ISR (the last member stays "
