@@ -22,7 +22,17 @@ from .effects import EpochReused, IsrWritten, MetadataChanged, RoleChanged, Uncl
 from .leader import maybe_increment_high_watermark
 from .replica import AlterPartitionRequest, Replica
 from .replica_manager import is_isr_update, process_leader_and_isr
-from .steps import AlterPartition, Elect, Fence, LagMetadata, LogInfo, Restart, Shutdown, Unfence
+from .steps import (
+    AlterPartition,
+    Elect,
+    Fence,
+    LagMetadata,
+    LogInfo,
+    Reassign,
+    Restart,
+    Shutdown,
+    Unfence,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition
@@ -100,7 +110,8 @@ def recovery_choice(p: "Partition", isr: tuple[int, ...], elr: tuple[int, ...],
 
 
 def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_shutdown: tuple[int, ...] = (),
-                     exclude: int | None = None, ineligible: int | None = None) -> bool:
+                     exclude: int | None = None, ineligible: int | None = None, topic_unclean: bool = True,
+                     replicas_changed: bool = False) -> bool:
     """``PartitionChangeBuilder.build`` for a target ISR: ELR, election (the current leader if it
     is still valid), epochs, LastKnownELR; writes and delivers the change.  False: a no-op."""
     c = p.controller
@@ -123,15 +134,17 @@ def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_
             if leader == ineligible:
                 leader = None
             unclean = leader is not None
-        if leader is None and p.config.unclean_leader_election:
+        if leader is None and topic_unclean and p.config.unclean_leader_election:
             leader = next((r for r in p.assignment if r != ineligible and acceptable(p, r)), None)
             unclean = leader is not None
-    return write_change(p, leader, isr, elr, last_known, why, unclean=unclean, exclude=exclude)
+    return write_change(p, leader, isr, elr, last_known, why, unclean=unclean, exclude=exclude,
+                        replicas_changed=replicas_changed)
 
 
 def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: tuple[int, ...],
                  last_known: tuple[int, ...], why: str, *, unclean: bool = False, epoch: int | None = None,
-                 force_epoch_bump: bool = False, exclude: int | None = None, to: tuple[int, ...] | None = None) -> bool:
+                 force_epoch_bump: bool = False, exclude: int | None = None, to: tuple[int, ...] | None = None,
+                 replicas_changed: bool = False) -> bool:
     """The rest of ``build``: the leader's ISR after an ELR or unclean election, the leader-epoch
     bump (a new leader; an ISR shrink below metadata.version 3.6), the LastKnownELR, then one
     PartitionChangeRecord and its delivery.  False when nothing changes."""
@@ -158,7 +171,7 @@ def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: 
         last_known = ()
     shrank = not set(isr) >= set(c.isr)
     bump = force_epoch_bump or leader_changed or (p.variant.controller_isr_change_bumps_epoch and shrank)
-    if not bump and isr == c.isr and elr == c.elr and last_known == c.last_known_elr:
+    if not bump and not replicas_changed and isr == c.isr and elr == c.elr and last_known == c.last_known_elr:
         return False
     if bump:
         new_epoch = c.leader_epoch + 1 if epoch is None else epoch
@@ -594,6 +607,33 @@ def lag_metadata(p: "Partition", step: LagMetadata) -> None:
         return
     c.lagging = tuple(sorted(c.lagging + (rep.id,)))
     p.event("MetadataLag", replica=rep.id, applied_partition_epoch=rep.partition_epoch)
+
+
+# -- reassignment ------------------------------------------------------------------------------------
+
+
+def reassign(p: "Partition", step: Reassign) -> None:
+    """AlterPartitionReassignments to the partition's replicas in a new order (3.8.0
+    ``ReplicationControlManager.changePartitionReassignment``): nothing to add or remove, so the
+    reassignment completes in its first record — the builder with the new target replicas
+    (``setTargetReplicas``), no adding/removing replicas, the election of the builder
+    (``Election.ONLINE``: the topic's unclean setting is not read, ``tryElection`` keeps a valid
+    leader), no leader-epoch bump (``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``: the
+    new list holds every old replica).  The same order is a no-op (``changeRecordIsNoOp``).  The
+    step's replicas are a permutation of the partition's (checked when parsed)."""
+    if not is_kraft(p):
+        p.error(NO_ANSWER)
+        return
+    c = p.controller
+    if c.leader_epoch < 0:
+        p.error("UNKNOWN_TOPIC_OR_PARTITION")  # no partition registration yet
+        return
+    if step.replicas == p.assignment:
+        p.event("PartitionReassignment", replicas=list(step.replicas), changed=False)
+        return
+    p.assignment = step.replicas
+    p.event("PartitionReassignment", replicas=list(step.replicas), changed=True)
+    change_partition(p, c.isr, "reassignment", topic_unclean=False, replicas_changed=True)
 
 
 # -- unclean recovery -----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ class StepKind(str, Enum):
     ALTER_PARTITION = "alter_partition"
     LOG_INFO = "log_info"
     LAG_METADATA = "lag_metadata"
+    REASSIGN = "reassign"
 
     def __str__(self) -> str:
         return self.value
@@ -205,13 +206,19 @@ class LagMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class Reassign:
+    replicas: tuple[int, ...]
+    kind = StepKind.REASSIGN
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     ms: int
     kind = StepKind.TICK
 
 
 Step = Union[Elect, LeaderAndIsr, Produce, Fetch, ShrinkIsr, ControllerRemove, CheckpointHw, Flush, Crash, Restart, Tick,
-             Shutdown, Fence, Unfence, AlterPartition, LogInfo, LagMetadata]
+             Shutdown, Fence, Unfence, AlterPartition, LogInfo, LagMetadata, Reassign]
 
 
 # -- argument types -------------------------------------------------------------------------
@@ -399,6 +406,13 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
              "only by a leader_and_isr step (one delivery each, as LeaderAndIsr under ZooKeeper); until then it acts on "
              "the state it has applied. The lag ends when a delivery brings it to the newest change, when it is "
              "unfenced or when it registers again."),
+    StepSpec(StepKind.REASSIGN, Reassign, (
+        Arg("replicas", ArgType.REPLICA_LIST, required=True,
+            doc="the partition's replicas in their new order (every replica once: adding or removing replicas is not modelled)"),
+    ), "KRaft: AlterPartitionReassignments to the same replicas in a new order (Kafka's controller completes such a "
+       "reassignment at once): one partition change with the new replica list and a new partition epoch, no leader "
+       "epoch bump; the first replica becomes the preferred leader (a later elect elects it). A leaderless partition "
+       "elects as the controller's builder does, in the new order, without the topic's unclean election."),
 )}
 
 STEP_KINDS: tuple[str, ...] = tuple(k.value for k in STEP_TABLE)
@@ -472,6 +486,10 @@ def parse_step(kind: Any, args: Any, replicas: tuple[int, ...]) -> Step:
         values[arg.name] = _value(arg, args[arg.name], replicas)
     if spec.check:
         spec.check(values)
+    if spec.kind is StepKind.REASSIGN and sorted(values["replicas"]) != sorted(replicas):
+        raise StepError(f"replicas {list(values['replicas'])} must list every replica of the partition {list(replicas)} once, "
+                        f"in the new order: a reassignment that adds or removes replicas is not modelled "
+                        f"(docs/protocol.md 9.2)")
     return _build(spec, values)
 
 
