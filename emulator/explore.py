@@ -754,8 +754,7 @@ def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:
         codes += [step_code(StepKind.ALTER_PARTITION, r) for r in order
                   if reps[r].presumes_leadership and reps[r].leadership is not None and reps[r].leadership.awaiting_answer]
     if space.has(StepKind.REASSIGN):  # opt-in (--steps): a replica moves to the front (the preferred leader)
-        codes += [CODE_OF_KIND[StepKind.REASSIGN] + "".join(str(x) for x in (r,) + tuple(y for y in order if y != r))
-                  for r in order[1:]]
+        codes += [step_code(StepKind.REASSIGN, r, "".join([str(y) for y in order if y != r])) for r in order[1:]]
     if space.has(StepKind.LAG_METADATA):  # opt-in (--steps): a broker stops applying the metadata log
         codes += [step_code(StepKind.LAG_METADATA, r) for r in order if reps[r].alive and r not in c.lagging]
     if space.has(StepKind.LOG_INFO) and p.variant.unclean_recovery in ("balanced", "proactive"):

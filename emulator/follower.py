@@ -42,9 +42,7 @@ def become_follower_and_truncate(p: "Partition", rep: Replica, request: LeaderAn
         rep.leader_epoch = request.leader_epoch
         p.event("BecomeFollower", replica=rep.id, leader=request.leader, epoch=request.leader_epoch, skipped=True)
         return
-    stop_leading(p, rep)
-    rep.believed_leader, rep.leader_epoch, rep.role = request.leader, request.leader_epoch, Role.FOLLOWER
-    rep.fresh_after_restart = False
+    make_follower(p, rep, request)
     p.event("BecomeFollower", replica=rep.id, leader=request.leader, epoch=request.leader_epoch, skipped=False)
     if p.variant.trunc_rule == "hw":
         truncate_to(p, rep, rep.hw, "hw")  # LogManager.truncateTo(partition -> HW)
@@ -59,11 +57,17 @@ def become_follower_without_fetcher(p: "Partition", rep: Replica, request: Leade
     takes the new state (``Partition.makeFollower``) but ``ReplicaManager.applyLocalFollowersDelta``
     (3.5.0 ~2213, 3.8.0 ~2826) stops its fetcher instead of restarting it: no truncation phase, no
     fetch (a ``fetch`` step answers ``FETCHER_STOPPED``) until the broker registers again."""
-    stop_leading(p, rep)
-    rep.believed_leader, rep.leader_epoch, rep.role = request.leader, request.leader_epoch, Role.FOLLOWER
-    rep.fresh_after_restart, rep.fetch_state, rep.last_response_hw = False, None, None
+    make_follower(p, rep, request)
+    rep.fetch_state, rep.last_response_hw = None, None
     p.event("BecomeFollower", replica=rep.id, leader=request.leader, epoch=request.leader_epoch, skipped=False,
             fetcher_stopped=True)
+
+
+def make_follower(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
+    """``Partition.makeFollower``'s state change: leadership ends, the new leader and epoch."""
+    stop_leading(p, rep)
+    rep.believed_leader, rep.leader_epoch, rep.role = request.leader, request.leader_epoch, Role.FOLLOWER
+    rep.fresh_after_restart = False
 
 
 def leader_answer_error(p: "Partition", follower: Replica) -> str | None:
@@ -165,11 +169,9 @@ def fetch(p: "Partition", step: Fetch) -> None:
         handle_offset_out_of_range(p, f, leader)
         return
     # Replica.updateFetchStateOrThrow (3.7.0 - 3.8.0) compares with MetadataCache.getAliveBrokerEpoch,
-    # which has no epoch for a fenced broker (3.8.0 KRaftMetadataCache ~467): its fetch is served;
-    # a fetch carrying -1 is never fenced.
+    # which has no epoch for a fenced broker (3.8.0 KRaftMetadataCache ~467): its fetch is served.
     registered = -1 if f.id in p.controller.fenced else p.controller.broker_epochs.get(f.id, -1)
-    if (p.variant.fetch_fences_stale_broker_epoch and step.broker_epoch is not None and step.broker_epoch != -1
-            and registered > step.broker_epoch):
+    if p.variant.fetch_fences_stale_broker_epoch and step.broker_epoch is not None and registered > step.broker_epoch:
         p.error("NOT_LEADER_OR_FOLLOWER")  # Replica.updateFetchStateOrThrow: a stale fetch state update
         p.event("StaleFetchFenced", replica=f.id, broker_epoch=step.broker_epoch, expected=registered)
         return
