@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
 class Controller:
     """Durable partition state: leader, leader epoch, ISR."""
 
-    assignment: tuple[int, ...]
+    assignment: tuple[int, ...]  # the scenario's replica order (``Partition.assignment``: the current one, KRaft's reassign)
     leader: int | None = None
     leader_epoch: int = -1
     isr: tuple[int, ...] = ()

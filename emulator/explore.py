@@ -78,6 +78,7 @@ from .steps import (
     LeaderAndIsr,
     LogInfo,
     Produce,
+    Reassign,
     Restart,
     ShrinkIsr,
     Shutdown,
@@ -103,7 +104,7 @@ CODE_OF_KIND: dict[StepKind, str] = {
     StepKind.LEADER_AND_ISR: "L", StepKind.PRODUCE: "P", StepKind.RESTART: "R", StepKind.SHRINK_ISR: "S",
     StepKind.TICK: "T", StepKind.FLUSH: "U", StepKind.CONTROLLER_REMOVE: "X",
     StepKind.ALTER_PARTITION: "A", StepKind.SHUTDOWN: "D", StepKind.LOG_INFO: "G", StepKind.FENCE: "K",
-    StepKind.UNFENCE: "N", StepKind.LAG_METADATA: "M",
+    StepKind.UNFENCE: "N", StepKind.LAG_METADATA: "M", StepKind.REASSIGN: "Y",
 }
 KIND_OF_CODE: dict[str, StepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
 assert set(CODE_OF_KIND) == set(StepKind) and len(KIND_OF_CODE) == len(StepKind), "one distinct code letter per step kind"
@@ -114,10 +115,12 @@ def step_code(kind: StepKind, replica: int | None = None, flag: str = "") -> str
 
 
 # Step kinds searched when --steps is not given: everything but tick (lag expiry grows the clock
-# without bound, so it is opt-in) and lag_metadata (KRaft brokers apply the metadata log at once
-# unless it is asked for); checkpoint_hw and flush only count when the config makes them explicit
-# (with every_step they happen at the end of every step anyway).
-DEFAULT_ALPHABET: tuple[StepKind, ...] = tuple(k for k in StepKind if k not in (StepKind.TICK, StepKind.LAG_METADATA))
+# without bound, so it is opt-in), lag_metadata (KRaft brokers apply the metadata log at once
+# unless it is asked for) and reassign (the replica order is fixed unless it is asked for);
+# checkpoint_hw and flush only count when the config makes them explicit (with every_step they
+# happen at the end of every step anyway).
+DEFAULT_ALPHABET: tuple[StepKind, ...] = tuple(k for k in StepKind
+                                               if k not in (StepKind.TICK, StepKind.LAG_METADATA, StepKind.REASSIGN))
 
 
 def check_bounds(bounds: Any) -> None:
@@ -408,6 +411,8 @@ def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
     (c.leader, c.leader_epoch, c.isr, c.partition_epoch, c.highest_epoch, c.elr, c.last_known_elr, c.fenced, broker_epochs,
      c.next_broker_epoch, log_info, c.shutting_down, c.lagging) = ctl
     c.broker_epochs, c.log_info = dict(broker_epochs), dict(log_info)
+    if p.variant.metadata == "kraft":  # canonical lists the replicas in the current order (KRaft's reassign)
+        p.assignment = tuple([r[0] for r in replicas])
     semantics = p.variant.cache_semantics
     for (rid, log, log_start, log_before, hw, hw_checkpoint, recovery_point, cache, alive, halted, role, believed_leader,
          leader_epoch, partition_epoch, fresh, processed, fetch_state, pending, last_response_hw, ls, broker_epoch,
@@ -671,6 +676,8 @@ def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tupl
     p = replay.partition
     if kind is StepKind.TICK:
         return Tick(ms=p.config.replica_lag_time_max_ms + 1), counters
+    if kind is StepKind.REASSIGN:  # the new replica order, one digit per replica
+        return Reassign(tuple([int(ch) for ch in code[1:]])), counters
     r, flag = int(code[1]), code[2:]
     if kind is StepKind.PRODUCE:
         value = f"v{counters.records + 1}"
@@ -746,6 +753,8 @@ def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:
     if space.has(StepKind.ALTER_PARTITION) and p.config.alter_partition == "explicit":
         codes += [step_code(StepKind.ALTER_PARTITION, r) for r in order
                   if reps[r].presumes_leadership and reps[r].leadership is not None and reps[r].leadership.awaiting_answer]
+    if space.has(StepKind.REASSIGN):  # opt-in (--steps): a replica moves to the front (the preferred leader)
+        codes += [step_code(StepKind.REASSIGN, r, "".join([str(y) for y in order if y != r])) for r in order[1:]]
     if space.has(StepKind.LAG_METADATA):  # opt-in (--steps): a broker stops applying the metadata log
         codes += [step_code(StepKind.LAG_METADATA, r) for r in order if reps[r].alive and r not in c.lagging]
     if space.has(StepKind.LOG_INFO) and p.variant.unclean_recovery in ("balanced", "proactive"):

@@ -42,9 +42,7 @@ def become_follower_and_truncate(p: "Partition", rep: Replica, request: LeaderAn
         rep.leader_epoch = request.leader_epoch
         p.event("BecomeFollower", replica=rep.id, leader=request.leader, epoch=request.leader_epoch, skipped=True)
         return
-    stop_leading(p, rep)
-    rep.believed_leader, rep.leader_epoch, rep.role = request.leader, request.leader_epoch, Role.FOLLOWER
-    rep.fresh_after_restart = False
+    make_follower(p, rep, request)
     p.event("BecomeFollower", replica=rep.id, leader=request.leader, epoch=request.leader_epoch, skipped=False)
     if p.variant.trunc_rule == "hw":
         truncate_to(p, rep, rep.hw, "hw")  # LogManager.truncateTo(partition -> HW)
@@ -52,6 +50,24 @@ def become_follower_and_truncate(p: "Partition", rep: Replica, request: LeaderAn
     else:
         rep.fetch_state = FetchState.TRUNCATING
         maybe_truncate(p, rep)
+
+
+def become_follower_without_fetcher(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
+    """KRaft, a broker in controlled shutdown outside the new ISR (or with no leader): its Partition
+    takes the new state (``Partition.makeFollower``) but ``ReplicaManager.applyLocalFollowersDelta``
+    (3.5.0 ~2213, 3.8.0 ~2826) stops its fetcher instead of restarting it: no truncation phase, no
+    fetch (a ``fetch`` step answers ``FETCHER_STOPPED``) until the broker registers again."""
+    make_follower(p, rep, request)
+    rep.fetch_state, rep.last_response_hw = None, None
+    p.event("BecomeFollower", replica=rep.id, leader=request.leader, epoch=request.leader_epoch, skipped=False,
+            fetcher_stopped=True)
+
+
+def make_follower(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
+    """``Partition.makeFollower``'s state change: leadership ends, the new leader and epoch."""
+    stop_leading(p, rep)
+    rep.believed_leader, rep.leader_epoch, rep.role = request.leader, request.leader_epoch, Role.FOLLOWER
+    rep.fresh_after_restart = False
 
 
 def leader_answer_error(p: "Partition", follower: Replica) -> str | None:
@@ -136,6 +152,9 @@ def fetch(p: "Partition", step: Fetch) -> None:
     if f.role is not Role.FOLLOWER:
         p.error("NOT_FOLLOWER")
         return
+    if f.fetch_state is None and p.variant.metadata == "kraft":
+        p.error("FETCHER_STOPPED")  # become_follower_without_fetcher: controlled shutdown stopped it
+        return
     if f.fetch_state is FetchState.TRUNCATING and not maybe_truncate(p, f):
         return
     error = leader_answer_error(p, f)
@@ -149,7 +168,9 @@ def fetch(p: "Partition", step: Fetch) -> None:
         p.error("OFFSET_OUT_OF_RANGE")
         handle_offset_out_of_range(p, f, leader)
         return
-    registered = p.controller.broker_epochs.get(f.id, -1)
+    # Replica.updateFetchStateOrThrow (3.7.0 - 3.8.0) compares with MetadataCache.getAliveBrokerEpoch,
+    # which has no epoch for a fenced broker (3.8.0 KRaftMetadataCache ~467): its fetch is served.
+    registered = -1 if f.id in p.controller.fenced else p.controller.broker_epochs.get(f.id, -1)
     if p.variant.fetch_fences_stale_broker_epoch and step.broker_epoch is not None and registered > step.broker_epoch:
         p.error("NOT_LEADER_OR_FOLLOWER")  # Replica.updateFetchStateOrThrow: a stale fetch state update
         p.event("StaleFetchFenced", replica=f.id, broker_epoch=step.broker_epoch, expected=registered)

@@ -342,6 +342,7 @@ STEP_CHANGES: dict[StepKind, frozenset[Input]] = {
     StepKind.ALTER_PARTITION: ALL_INPUTS,
     StepKind.LOG_INFO: ALL_INPUTS,
     StepKind.LAG_METADATA: frozenset({K}),  # only which brokers lag the metadata log
+    StepKind.REASSIGN: ALL_INPUTS,  # a partition change (a leaderless partition may elect)
 }
 assert set(STEP_CHANGES) == set(StepKind), "every step kind declares what it can change"
 

@@ -22,7 +22,17 @@ from .effects import EpochReused, IsrWritten, MetadataChanged, RoleChanged, Uncl
 from .leader import maybe_increment_high_watermark
 from .replica import AlterPartitionRequest, Replica
 from .replica_manager import is_isr_update, process_leader_and_isr
-from .steps import AlterPartition, Elect, Fence, LagMetadata, LogInfo, Restart, Shutdown, Unfence
+from .steps import (
+    AlterPartition,
+    Elect,
+    Fence,
+    LagMetadata,
+    LogInfo,
+    Reassign,
+    Restart,
+    Shutdown,
+    Unfence,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition
@@ -100,7 +110,8 @@ def recovery_choice(p: "Partition", isr: tuple[int, ...], elr: tuple[int, ...],
 
 
 def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_shutdown: tuple[int, ...] = (),
-                     exclude: int | None = None, ineligible: int | None = None) -> bool:
+                     exclude: int | None = None, ineligible: int | None = None, topic_unclean: bool = True,
+                     replicas_changed: bool = False) -> bool:
     """``PartitionChangeBuilder.build`` for a target ISR: ELR, election (the current leader if it
     is still valid), epochs, LastKnownELR; writes and delivers the change.  False: a no-op."""
     c = p.controller
@@ -123,15 +134,17 @@ def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_
             if leader == ineligible:
                 leader = None
             unclean = leader is not None
-        if leader is None and p.config.unclean_leader_election:
+        if leader is None and topic_unclean and p.config.unclean_leader_election:
             leader = next((r for r in p.assignment if r != ineligible and acceptable(p, r)), None)
             unclean = leader is not None
-    return write_change(p, leader, isr, elr, last_known, why, unclean=unclean, exclude=exclude)
+    return write_change(p, leader, isr, elr, last_known, why, unclean=unclean, exclude=exclude,
+                        replicas_changed=replicas_changed)
 
 
 def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: tuple[int, ...],
                  last_known: tuple[int, ...], why: str, *, unclean: bool = False, epoch: int | None = None,
-                 force_epoch_bump: bool = False, exclude: int | None = None, to: tuple[int, ...] | None = None) -> bool:
+                 force_epoch_bump: bool = False, exclude: int | None = None, to: tuple[int, ...] | None = None,
+                 replicas_changed: bool = False) -> bool:
     """The rest of ``build``: the leader's ISR after an ELR or unclean election, the leader-epoch
     bump (a new leader; an ISR shrink below metadata.version 3.6), the LastKnownELR, then one
     PartitionChangeRecord and its delivery.  False when nothing changes."""
@@ -158,7 +171,7 @@ def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: 
         last_known = ()
     shrank = not set(isr) >= set(c.isr)
     bump = force_epoch_bump or leader_changed or (p.variant.controller_isr_change_bumps_epoch and shrank)
-    if not bump and isr == c.isr and elr == c.elr and last_known == c.last_known_elr:
+    if not bump and not replicas_changed and isr == c.isr and elr == c.elr and last_known == c.last_known_elr:
         return False
     if bump:
         new_epoch = c.leader_epoch + 1 if epoch is None else epoch
@@ -326,7 +339,9 @@ def create(p: "Partition", step: Elect) -> None:
         isr = (leader,)
     else:
         isr = c.isr
-    elr = tuple(r for r in target_elr(p, c.isr, isr, c.elr) if r != leader) if not unclean else ()
+    # buildPartitionRegistration (3.8.0 ReplicationControlManager ~830-842) sets no ELR: a partition
+    # created below min ISR starts with an empty ELR, whatever its ISR.
+    elr: tuple[int, ...] = ()
     to = step.to if step.to is not None else (leader,) + tuple(r for r in p.assignment if r != leader)
     write_change(p, leader, tuple(sorted(isr)), elr, c.last_known_elr, "election", unclean=unclean, epoch=step.epoch,
                  force_epoch_bump=True, to=to)
@@ -405,8 +420,11 @@ def register(p: "Partition", rep: Replica, fenced: bool) -> None:
     c.broker_epochs[r] = rep.broker_epoch = c.next_broker_epoch
     c.next_broker_epoch += 1
     p.event("BrokerRegistered", replica=r, broker_epoch=rep.broker_epoch, clean_shutdown=clean)
-    if not clean and p.variant.elr and r in c.elr:
-        change_partition(p, c.isr, "unclean shutdown", unclean_shutdown=(r,))
+    if not clean and p.variant.elr and (r in c.elr or r in c.isr):
+        # handleBrokerUncleanShutdown (3.8.0 ReplicationControlManager ~1395-1401): the partitions
+        # with the broker in the ISR, then those with it in the ELR; it leaves both.  (A fenced
+        # broker stays in an ISR only when canElectLastKnownLeader elected it: section 10.5.)
+        change_partition(p, tuple(x for x in c.isr if x != r), "unclean shutdown", unclean_shutdown=(r,))
     if not fenced:
         unfence_broker(p, rep)
 
@@ -493,6 +511,9 @@ def alter_partition(p: "Partition", step: AlterPartition) -> None:
 # state (the maximal ISR, no new AlterPartition) until new metadata reaches it; after the others
 # (INELIGIBLE_REPLICA) it returns to its last committed state.
 AWAIT_METADATA_ERRORS = ("FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "INVALID_REQUEST")
+# The marker of an accepted AlterPartition whose response a lagging leader ignored (its leader epoch
+# is not the leader's): the leader stays pending until new metadata reaches it, as after the errors above.
+STALE_RESPONSE = "STALE_LEADER_EPOCH"
 
 
 def rejection(p: "Partition", request: AlterPartitionRequest) -> tuple[str, str] | None:
@@ -547,10 +568,20 @@ def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartit
         changed = write_change(p, c.leader, request.isr, elr, c.last_known_elr, "alter_partition " + request.why)
         if changed and leader.id in c.lagging and ls is not None:
             # The AlterPartition response carries the new state to the leader, lagging or not
-            # (Partition.handleAlterPartitionUpdate).
+            # (Partition.handleAlterPartitionUpdate) -- unless the change bumped the leader epoch
+            # (kip903's shrink): the response's leader epoch is not the leader's, so it is ignored
+            # (3.5.0 Partition.scala ~1855-1858) and the leader stays in its pending state, the
+            # maximal ISR and no new AlterPartition, until the metadata log brings the new epoch.
             current = c.current_request()
             assert current is not None
-            process_leader_and_isr(p, leader, current)
+            if current.leader_epoch == leader.leader_epoch:
+                process_leader_and_isr(p, leader, current)
+            else:
+                ls.in_flight = AlterPartitionRequest(request.leader, request.leader_epoch, request.partition_epoch,
+                                                     request.isr, request.added_broker_epochs, request.why,
+                                                     STALE_RESPONSE)
+                p.event("AlterPartitionResponseIgnored", leader=leader.id, epoch=current.leader_epoch,
+                        leader_epoch=leader.leader_epoch, awaits_metadata=True)
     p.effect(IsrWritten(leader.id))
     p.event("IsrChange", by="leader", why=request.why, isr=list(request.isr), epoch=c.leader_epoch)
     if changed and ls is not None and leader.leadership is not None:
@@ -576,6 +607,33 @@ def lag_metadata(p: "Partition", step: LagMetadata) -> None:
         return
     c.lagging = tuple(sorted(c.lagging + (rep.id,)))
     p.event("MetadataLag", replica=rep.id, applied_partition_epoch=rep.partition_epoch)
+
+
+# -- reassignment ------------------------------------------------------------------------------------
+
+
+def reassign(p: "Partition", step: Reassign) -> None:
+    """AlterPartitionReassignments to the partition's replicas in a new order (3.8.0
+    ``ReplicationControlManager.changePartitionReassignment``): nothing to add or remove, so the
+    reassignment completes in its first record — the builder with the new target replicas
+    (``setTargetReplicas``), no adding/removing replicas, the election of the builder
+    (``Election.ONLINE``: the topic's unclean setting is not read, ``tryElection`` keeps a valid
+    leader), no leader-epoch bump (``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``: the
+    new list holds every old replica).  The same order is a no-op (``changeRecordIsNoOp``).  The
+    step's replicas are a permutation of the partition's (checked when parsed)."""
+    if not is_kraft(p):
+        p.error(NO_ANSWER)
+        return
+    c = p.controller
+    if c.leader_epoch < 0:
+        p.error("UNKNOWN_TOPIC_OR_PARTITION")  # no partition registration yet
+        return
+    if step.replicas == p.assignment:
+        p.event("PartitionReassignment", replicas=list(step.replicas), changed=False)
+        return
+    p.assignment = step.replicas
+    p.event("PartitionReassignment", replicas=list(step.replicas), changed=True)
+    change_partition(p, c.isr, "reassignment", topic_unclean=False, replicas_changed=True)
 
 
 # -- unclean recovery -----------------------------------------------------------------------------

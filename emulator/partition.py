@@ -51,6 +51,7 @@ HANDLERS: dict[StepKind, Callable[["Partition", Any], None]] = {  # each takes i
     StepKind.ALTER_PARTITION: kraft.alter_partition,
     StepKind.LOG_INFO: kraft.log_info,
     StepKind.LAG_METADATA: kraft.lag_metadata,
+    StepKind.REASSIGN: kraft.reassign,
 }
 assert set(HANDLERS) == set(STEP_TABLE), "every step kind of STEP_TABLE needs a handler"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .follower import become_follower_and_truncate
+from .follower import become_follower_and_truncate, become_follower_without_fetcher
 from .leader import become_leader, maybe_increment_high_watermark, stop_leading
 from .replica import LeaderAndIsrRequest, Replica, Role
 from .steps import LeaderAndIsr
@@ -56,7 +56,12 @@ def is_isr_update(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
     """An ISR change at an unchanged leader epoch (the controller does not bump the epoch when
     ``controller_isr_change_bumps_epoch`` is off): the same leader, a newer partition epoch
     (KRaft's partition epoch / ZooKeeper's zkVersion).  The broker only takes the new ISR."""
-    return ((not p.variant.controller_isr_change_bumps_epoch or p.variant.metadata == "kraft")
+    if p.variant.metadata == "kraft":
+        # Partition.makeLeader / makeFollower take any state whose partition epoch is not older
+        # (3.8.0 Partition.scala ~836): a leaderless change at the broker's leader epoch too.
+        return (request.leader_epoch == rep.leader_epoch and request.partition_epoch > rep.partition_epoch
+                and request.leader == rep.believed_leader)
+    return (not p.variant.controller_isr_change_bumps_epoch
             and request.leader_epoch == rep.leader_epoch
             and request.partition_epoch > rep.partition_epoch and request.leader is not None
             and request.leader == rep.believed_leader)
@@ -78,8 +83,16 @@ def process_leader_and_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRe
         rep.fetch_state = None
     elif request.leader == rep.id:
         become_leader(p, rep, request)
+    elif stops_fetcher(p, rep, request):
+        become_follower_without_fetcher(p, rep, request)
     else:
         become_follower_and_truncate(p, rep, request)
+
+
+def stops_fetcher(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> bool:
+    """``ReplicaManager.applyLocalFollowersDelta`` (KRaft; 3.5.0 ~2213, 3.8.0 ~2826): a broker in
+    controlled shutdown stops fetching a partition that has no leader or whose ISR lacks it."""
+    return rep.id in p.controller.shutting_down and (request.leader is None or rep.id not in request.isr)
 
 
 def _forget_requests_up_to(rep: Replica, request: LeaderAndIsrRequest) -> None:
@@ -100,3 +113,7 @@ def _take_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> Non
         ls.isr, ls.partition_epoch, ls.in_flight = request.isr, request.partition_epoch, None
         p.event("IsrUpdate", replica=rep.id, isr=list(request.isr), partition_epoch=request.partition_epoch)
         maybe_increment_high_watermark(p, rep)
+    elif rep.role is Role.FOLLOWER and rep.fetch_state is not None and stops_fetcher(p, rep, request):
+        # applyLocalFollowersDelta stops the fetcher on any change, a new leader epoch or not
+        rep.fetch_state = None
+        p.event("FetcherStopped", replica=rep.id, partition_epoch=request.partition_epoch)

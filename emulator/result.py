@@ -43,6 +43,7 @@ CONTROLLER_FIELDS: dict[str, tuple[str, Any]] = {
     "fenced": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
     "in_controlled_shutdown": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
     "lagging_metadata": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+    "replicas": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
 }
 LOSS_FIELDS: dict[str, tuple[str, Any]] = {
     "offset": ("an int", _is_int),
@@ -62,6 +63,8 @@ def controller_snapshot(p) -> dict[str, Any]:
             snapshot["in_controlled_shutdown"] = list(c.shutting_down)
         if c.lagging:  # only while a broker lags the metadata log (lag_metadata)
             snapshot["lagging_metadata"] = list(c.lagging)
+        if p.assignment != c.assignment:  # only once a reassignment changed the replica order
+            snapshot["replicas"] = list(p.assignment)
     return snapshot
 
 

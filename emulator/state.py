@@ -98,7 +98,7 @@ def header_document(replay: Replay) -> dict[str, Any]:
         "state_version": STATE_VERSION,
         "protocol": p.variant.name,
         "knobs": p.variant.knobs(),
-        "assignment": list(p.assignment),
+        "assignment": list(p.controller.assignment),  # the scenario's order (a reassignment's is the controller's)
         "config": _config_document(p.config),
     }
 
@@ -140,6 +140,7 @@ def state_document(replay: Replay) -> dict[str, Any]:
                 "log_info": {str(k): list(v) for k, v in sorted(c.log_info.items())}} if kraft else {}),
             **({"shutting_down": list(c.shutting_down)} if c.shutting_down else {}),
             **({"lagging": list(c.lagging)} if c.lagging else {}),
+            **({"replicas": list(p.assignment)} if p.assignment != c.assignment else {}),
         },
         "replicas": replicas,
         "oracle": {
@@ -186,6 +187,7 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
         ctl.log_info = {int(k): (v[0], v[1]) for k, v in c["log_info"].items()}
     ctl.shutting_down = tuple(c.get("shutting_down", ()))
     ctl.lagging = tuple(c.get("lagging", ()))
+    p.assignment = tuple(c["replicas"]) if "replicas" in c else ctl.assignment
     for d in doc["replicas"]:
         r: Replica = p.replicas[d["id"]]
         r.log = Log(((e, v) for e, v in d["log"]), d["log_start"], None if d["log_before"] is None else tuple(d["log_before"]))

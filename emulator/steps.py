@@ -40,6 +40,7 @@ class StepKind(str, Enum):
     ALTER_PARTITION = "alter_partition"
     LOG_INFO = "log_info"
     LAG_METADATA = "lag_metadata"
+    REASSIGN = "reassign"
 
     def __str__(self) -> str:
         return self.value
@@ -206,13 +207,19 @@ class LagMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class Reassign:
+    replicas: tuple[int, ...]
+    kind = StepKind.REASSIGN
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     ms: int
     kind = StepKind.TICK
 
 
 Step = Union[Elect, LeaderAndIsr, Produce, Fetch, ShrinkIsr, ControllerRemove, CheckpointHw, Flush, Crash, Restart, Tick,
-             Shutdown, Fence, Unfence, AlterPartition, LogInfo, LagMetadata]
+             Shutdown, Fence, Unfence, AlterPartition, LogInfo, LagMetadata, Reassign]
 
 
 # -- argument types -------------------------------------------------------------------------
@@ -370,7 +377,7 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
         Arg("fenced", ArgType.BOOL, default=False, doc="KRaft: the broker stays fenced after registering until an unfence step"),
     ), "The broker starts again: HW = min(checkpointed HW, LEO), no known leader. KRaft: the controller fences its "
        "old registration if it had not (it leaves the ISR), it registers with a new broker epoch, clean only if its "
-       "last stop was a shutdown step (else it leaves every ELR), and is unfenced at once unless `fenced`."),
+       "last stop was a shutdown step (else it leaves every ISR and ELR), and is unfenced at once unless `fenced`."),
     StepSpec(StepKind.TICK, Tick, (
         Arg("ms", ArgType.MILLIS, required=True, doc="how much emulated time passes"),
     ), "Emulated time passes; leaders shrink the ISR of followers that lagged too long."),
@@ -380,7 +387,7 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
             doc="KRaft: request = the broker asks and stays registered in controlled shutdown; stop = it stops; all = both"),
     ), "A clean (controlled) shutdown: KRaft moves leadership away and removes the broker from the ISR first (the broker "
        "stays registered, in controlled shutdown: not a leader candidate, not eligible for the ISR, its AlterPartition "
-       "entries refused); the broker flushes its log, checkpoints its HW, writes its broker epoch to the clean-shutdown "
+       "entries refused, its fetcher stopped once it is outside the ISR); the broker flushes its log, checkpoints its HW, writes its broker epoch to the clean-shutdown "
        "file and stops (fenced). A fenced broker is told to stop at once (SHUTDOWN_NOW)."),
     StepSpec(StepKind.FENCE, Fence, (_REPLICA,),
              "KRaft: the controller fences the broker (missed heartbeats). It leaves the ISR (the last member stays "
@@ -400,6 +407,13 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
              "only by a leader_and_isr step (one delivery each, as LeaderAndIsr under ZooKeeper); until then it acts on "
              "the state it has applied. The lag ends when a delivery brings it to the newest change, when it is "
              "unfenced or when it registers again."),
+    StepSpec(StepKind.REASSIGN, Reassign, (
+        Arg("replicas", ArgType.REPLICA_LIST, required=True,
+            doc="the partition's replicas in their new order (every replica once: adding or removing replicas is not modelled)"),
+    ), "KRaft: AlterPartitionReassignments to the same replicas in a new order (Kafka's controller completes such a "
+       "reassignment at once): one partition change with the new replica list and a new partition epoch, no leader "
+       "epoch bump; the first replica becomes the preferred leader (a later elect elects it). A leaderless partition "
+       "elects as the controller's builder does, in the new order, without the topic's unclean election."),
 )}
 
 STEP_KINDS: tuple[str, ...] = tuple(k.value for k in STEP_TABLE)
@@ -473,6 +487,10 @@ def parse_step(kind: Any, args: Any, replicas: tuple[int, ...]) -> Step:
         values[arg.name] = _value(arg, args[arg.name], replicas)
     if spec.check:
         spec.check(values)
+    if spec.kind is StepKind.REASSIGN and sorted(values["replicas"]) != sorted(replicas):
+        raise StepError(f"replicas {list(values['replicas'])} must list every replica of the partition {list(replicas)} once, "
+                        f"in the new order: a reassignment that adds or removes replicas is not modelled "
+                        f"(docs/protocol.md 9.2)")
     return _build(spec, values)
 
 

@@ -111,7 +111,7 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          "KAFKA-15021, 3.6.0 - 3.8.0 Partition.maybeIncrementLeaderHW (isReplicaIsrEligible)"),
     Knob("fetch_fences_stale_broker_epoch", (False, True),
          "a follower fetch carrying a broker epoch older than the registered one is answered NOT_LEADER_OR_FOLLOWER "
-         "and updates nothing on the leader",
+         "and updates nothing on the leader (not for a fenced follower: no alive broker epoch to compare)",
          "3.7.0 - 3.8.0 Replica.updateFetchStateOrThrow (stale fetch state update)"),
     Knob("unclean_recovery", ("manual", "last_known_leader", "balanced", "proactive"),
          "when no clean election is possible: manual waits for an operator's unclean election; last_known_leader "
