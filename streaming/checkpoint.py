@@ -74,7 +74,6 @@ def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str 
     """The identity of a run, as recorded (every ``IDENTITY_FIELDS`` name, JSON values;
     ``operator`` None: the default, ``applyInPandasWithState``)."""
     from .operators import operator_named
-
     from .storage import is_uri
 
     shown_workload = None
