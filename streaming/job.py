@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .checkpoint import RUN_FILE
-from .pipeline import payloads, replicate
+from .pipeline import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER_CONF, payloads, replicate
 from .progress import input_rows, print_progress, progress_listener, state_bytes
 from .session import build_spark, is_connect
 from .sink import BatchObserver, BatchStats, ParquetSink, landed_stats
@@ -26,9 +26,9 @@ from .triggers import Trigger, parse_trigger
 
 STATE_STORES = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "rocksdb": ROCKSDB_PROVIDER,
 }
-STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+STATE_STORE_CONF = STATE_STORE_PROVIDER_CONF
 SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
 
 

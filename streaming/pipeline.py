@@ -62,6 +62,9 @@ def events_from_frames(topic, partition, pdfs: Iterable) -> list[dict]:
     return events
 
 
+STATE_STORE_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
 _FRAME_AXES: tuple = ()
 
 
@@ -265,6 +268,11 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
             lambda key, pdf: pd_concat(step_all(key, iter([pdf]), _NoState())), GROUP_OUTPUT_SCHEMA)
         return payloads
     if stateful.name == "transformWithState":
+        provider = events.sparkSession.conf.get(STATE_STORE_PROVIDER_CONF, None) or ""
+        if "RocksDB" not in provider:
+            raise ValueError(f"operator transformWithState runs only on the RocksDB state store: set "
+                             f"{STATE_STORE_PROVIDER_CONF} to {ROCKSDB_PROVIDER} before the query starts "
+                             f"(the session has {provider or 'the default, HDFS-backed'})")
         return packed.groupBy("topic", "partition").transformWithState(
             make_processor(protocol, gap_timeout_ms, compact, knobs), GROUP_OUTPUT_SCHEMA, "Append",
             "None" if gap_timeout_ms is None else "ProcessingTime")
