@@ -822,6 +822,10 @@ def _inspect_state_layout(ins: _Inspector, committed: int | None, partitions: in
             rel = f"{op_rel}/_metadata/metadata"
             ins.add_file(rel, "operator-metadata", None)
             ins.check(rel, None, lambda d: parse_versioned_json(d, 1, "the operator metadata"))
+        if "_metadata" in ins.ls(op_rel) and "v2" in ins.ls(f"{op_rel}/_metadata"):
+            for name in ins.ls(f"{op_rel}/_metadata/v2"):  # transformWithState's, one per batch: not decoded,
+                if name.isdigit():                          # rolled back with their batch
+                    ins.add_file(f"{op_rel}/_metadata/v2/{name}", "operator-metadata-v2", int(name))
         parts = sorted(int(p) for p in ins.ls(op_rel) if p.isdigit())
         expected = range(partitions) if partitions else parts
         for p in expected:
@@ -968,7 +972,7 @@ def _needed_for(ins: _Inspector, b: int, offsets_ids, commit_ids, dirs: list[_Di
 
 # -- repair ---------------------------------------------------------------------------------
 
-_ROLLED_BACK = ("offsets", "commits", "state", "source")
+_ROLLED_BACK = ("offsets", "commits", "state", "source", "operator-metadata-v2")
 
 
 def plan_repair(report: Report) -> RepairPlan:

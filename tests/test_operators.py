@@ -23,8 +23,16 @@ from streaming.results import quarantine_rows, read_results
 TWS = "transformWithState"
 
 
-def test_the_operators_are_the_default_and_transform_with_state():
+def test_the_operators_are_the_default_and_transform_with_state_and_the_docs_table_is_the_generated_one():
+    from conftest import ROOT
+    from streaming.operators import operators_markdown
+
     assert OPERATOR_NAMES == (DEFAULT_OPERATOR, TWS) and DEFAULT_OPERATOR == "applyInPandasWithState"
+    page = (ROOT / "docs" / "streaming.md").read_text()
+    begin, end = "<!-- operators:begin -->\n", "<!-- operators:end -->"
+    assert page.count(begin) == 1 and page.count(end) == 1
+    assert page[page.index(begin) + len(begin):page.index(end)] == operators_markdown(), (
+        "regenerate with: python -c \"from streaming.operators import operators_markdown; print(operators_markdown(), end='')\"")
 
 
 def test_transform_with_state_restarted_writes_the_default_operators_rows_gaps_and_state(spark, tmp_path):
