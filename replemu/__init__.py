@@ -20,6 +20,7 @@ from importlib.metadata import version as _version
 from . import campaign as _campaign_module  # noqa: F401
 from . import explore as _explore_module  # noqa: F401
 from .api import (  # noqa: F401  (the public API)
+    OPERATORS,
     VARIANTS,
     Expectations,
     Scenario,

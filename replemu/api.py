@@ -27,12 +27,14 @@ from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from emulator.run import run_scenario
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
 from emulator.variants import VARIANT_NAMES
+from streaming.operators import OPERATOR_NAMES
 
-__all__ = ["VARIANTS", "Expectations", "Scenario", "ScenarioError", "bundled_scenarios", "campaign", "events_frame",
+__all__ = ["OPERATORS", "VARIANTS", "Expectations", "Scenario", "ScenarioError", "bundled_scenarios", "campaign", "events_frame",
            "explore", "final_logs", "load_scenario", "replicate", "run", "scenario", "spark_session", "split_kinds",
            "trace_frame"]
 
 VARIANTS: tuple[str, ...] = tuple(VARIANT_NAMES)  # the protocol variants, oldest first
+OPERATORS: tuple[str, ...] = tuple(OPERATOR_NAMES)  # Spark's stateful operators for replicate, the default first
 
 
 def load_scenario(path: str | Path) -> Scenario | QuorumScenario:
@@ -171,17 +173,20 @@ def events_frame(spark, scenarios) -> Any:
 
 
 def replicate(events, protocol: str = "kip320", knobs: Mapping[str, Any] | None = None,
-              gap_timeout_ms: int | None = None) -> Any:
+              gap_timeout_ms: int | None = None, operator: str | None = None) -> Any:
     """``replemu stream`` as one DataFrame transformation: every (topic, partition)'s events,
     applied in ``seq`` order under ``protocol`` with ``knobs``, as a DataFrame of output rows with a
     ``kind`` column (timeline, log, summary, violations, losses, errors, quarantine) and the union
     of every kind's columns.  ``events``: any batch or streaming DataFrame with the event columns;
     a streaming query keeps each partition's state in its checkpoint.  ``gap_timeout_ms``: under a
     processing-time trigger, report a missing ``seq`` after that long (None: never, which an
-    available-now query needs to end).  ``ValueError`` names a missing column, a protocol or a knob."""
+    available-now query needs to end).  ``operator``: Spark's stateful operator of a streaming query,
+    ``applyInPandasWithState`` (None, the default) or ``transformWithState`` (the same rows; the
+    session's state store must then be RocksDB: docs/api.md).  ``ValueError`` names a missing
+    column, a protocol, a knob or an operator."""
     from streaming.pipeline import replicate as transform
 
-    return transform(events, protocol, dict(knobs) if knobs else None, gap_timeout_ms)
+    return transform(events, protocol, dict(knobs) if knobs else None, gap_timeout_ms, operator=operator)
 
 
 def split_kinds(rows) -> dict[str, Any]:

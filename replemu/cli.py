@@ -29,6 +29,7 @@ from emulator.quorum_variants import (
 )
 from emulator.variants import KNOBS, KnobError, parse_knob_assignments
 from streaming.checkpoint import CHANGEABLE_IDENTITY
+from streaming.operators import DEFAULT_OPERATOR, OPERATOR_NAMES, STATEFUL_OPERATORS
 from streaming.session import SessionError
 from streaming.triggers import TRIGGER_HELP
 
@@ -150,7 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compact a partition's unchangeable log prefix after a step once it holds N records beyond the "
                              "last compaction (default 256, with --workload 64: the state keeps a window, the outputs keep the history)")
     stream.add_argument("--state-store", choices=("hdfs", "rocksdb"), default=None,
-                        help="Spark's state store provider, fixed when the checkpoint is created (default: Spark's, hdfs)")
+                        help="Spark's state store provider, fixed when the checkpoint is created (default: Spark's, hdfs; "
+                             "rocksdb for --operator transformWithState, which runs on nothing else)")
+    stream.add_argument("--operator", choices=OPERATOR_NAMES, default=DEFAULT_OPERATOR,
+                        help="Spark's stateful operator the state function runs under, fixed when the checkpoint is "
+                             "created: " + "; ".join(f"{o.name}: {o.doc}" for o in STATEFUL_OPERATORS)
+                             + " (docs/streaming.md)")
     stream.add_argument("--allow-change", action="append", default=[], metavar="FIELD",
                         help="restart a checkpoint although this identity field differs from the run that created it "
                              f"(repeatable; fields: {', '.join(CHANGEABLE_IDENTITY)}); without it a different restart is refused")

@@ -122,6 +122,12 @@ def cmd_stream(args: argparse.Namespace) -> int:
     problem = _family_problem(args)
     if problem:
         return fail(f"replemu: error: {problem}")
+    from streaming.operators import state_store_for
+
+    try:  # the operator's state store: transformWithState runs on RocksDB only
+        args.state_store = state_store_for(args.operator, args.state_store)
+    except ValueError as exc:
+        return fail(f"replemu: error: {exc}")
     if args.master is not None and master_problem(args.master):
         return fail(f"replemu: error: {master_problem(args.master)}")
     if args.remote is not None and remote_problem(args.remote):
@@ -163,7 +169,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         identity = run_identity(protocol=args.protocol, knobs=args.knobs, input_dir=None if workload else args.input,
                                 workload=workload, shuffle_partitions=args.shuffle_partitions,
                                 state_store=args.state_store, compact_min_records=args.compact_min_records,
-                                gap_timeout_ms=args.gap_timeout_ms)
+                                gap_timeout_ms=args.gap_timeout_ms, operator=args.operator)
         held = claim_run(args.checkpoint, args.output, identity, tuple(args.allow_change), spark=spark)
         for note in held.notes:
             print(f"replemu stream: {note}", flush=True)
@@ -323,7 +329,7 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
                                    max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms,
                                    spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(family="quorum" if protocol in QUORUM_VARIANT_NAMES else "partition"),
                                    knobs=args.knobs, state_store=args.state_store, stop=stop,
-                                   shuffle_partitions=args.shuffle_partitions,
+                                   shuffle_partitions=args.shuffle_partitions, operator=args.operator,
                                    **({"retention": args.retention} if args.retention else {}))
             except Exception as exc:  # the query failed: one line for the cause, every trace in the log
                 if stop.at_once:  # a second Ctrl-C, interrupting a py4j call

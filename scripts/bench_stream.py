@@ -12,7 +12,11 @@ Every mode prints the project's number next to its reference and the ratio, with
               K steps per batch over B (30) micro-batches: (a) the core alone over the same generated
               steps, (b) the streaming job, (c) a no-op applyInPandasWithState over the same source;
               b/c >= 0.5, b/a >= 0.3, p50 <= 2 s; also flat (last 5 / batches 2-6 <= 1.25) and
-              the state per partition.
+              the state per partition.  With --operators applyInPandasWithState,transformWithState
+              (the default: every operator) the same for each stateful operator of replemu stream
+              --operator, in one table: the job on it, the no-op on it (transformWithState's: a Row
+              processor counting rows in a ValueState, RocksDB with changelog checkpointing), their
+              ratio, and the job's p50 against the default operator's.
   flat        a clean workload stream (no input files) of P partitions x K steps per batch over B
               batches: mean of the last 5 batches / mean of batches 2-6 <= 1.25; state per
               partition at the end, read with Spark's statestore reader.
@@ -47,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulator import VARIANTS, Replay, parse_scenario  # noqa: E402
 from streaming.events import scenario_rows, write_event_files  # noqa: E402
+from streaming.operators import DEFAULT_OPERATOR, OPERATOR_NAMES  # noqa: E402
 
 
 def workload(partition: int, events: int, rng: random.Random) -> dict:
@@ -97,6 +102,41 @@ def noop_over(events, checkpoint: Path) -> list[dict]:
         noop, "n long", "n long", "append", GroupStateTimeout.NoTimeout)
     query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save())
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    return [p for p in query.recentProgress if p["numInputRows"] > 0]
+
+
+def noop_tws_over(spark, events, checkpoint: Path) -> list[dict]:
+    """A no-op ``transformWithState`` (the Row API) over ``events``: the floor of replemu stream
+    --operator transformWithState, on the state store and settings that operator runs with."""
+    from pyspark.sql.streaming import StatefulProcessor
+
+    from streaming.job import STATE_STORE_CONF, STATE_STORES
+    from streaming.operators import operator_named
+
+    class Count(StatefulProcessor):
+        def init(self, handle) -> None:
+            self.n = handle.getValueState("n", "n long")
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = sum(1 for _ in rows)
+            self.n.update(((self.n.get()[0] if self.n.exists() else 0) + n,))
+            return iter(())
+
+        def close(self) -> None:
+            pass
+
+    conf = {STATE_STORE_CONF: STATE_STORES["rocksdb"], **dict(operator_named("transformWithState").query_conf)}
+    previous = {k: spark.conf.get(k, None) for k in conf}
+    try:
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        out = events.groupBy("topic", "partition").transformWithState(Count(), "n long", "Append", "None")
+        query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save())
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    finally:
+        for k, v in previous.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
     query.awaitTermination()
     return [p for p in query.recentProgress if p["numInputRows"] > 0]
 
@@ -159,12 +199,14 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "NOT MET"
 
 
-def state_per_partition(spark, checkpoint: Path) -> float:
+def state_per_partition(spark, checkpoint: Path, operator: str | None = None) -> float:
     """Mean bytes of one partition's state row, read with Spark's statestore reader."""
     from pyspark.sql import functions as F
 
-    df = spark.read.format("statestore").load(str(checkpoint))
-    cols = [F.coalesce(F.length(F.col(f"value.groupState.{c}")), F.lit(0)) for c in ("core", "waiting")]
+    from streaming.job import state_frame
+
+    df = state_frame(spark, checkpoint, operator)
+    cols = [F.coalesce(F.length(F.col(c)), F.lit(0)) for c in ("core", "waiting")]
     row = df.select(sum(cols[1:], cols[0]).alias("bytes")).agg(F.avg("bytes").alias("mean")).collect()[0]
     return float(row["mean"] or 0)
 
@@ -297,23 +339,24 @@ def _cpu_line(cpu0: tuple, cpu1: tuple, cpu2: tuple, nb: int, nc: int) -> None:
 
 
 def _workload_stream(spark, work: Path, partitions: int, steps_per_batch: int, batches: int, protocol: str,
-                     seed: int, state_store: str | None = None, observer=None):
+                     seed: int, state_store: str | None = None, observer=None, operator: str | None = None):
     from scenario_io.profiles import load_profiles
     from streaming.job import run_stream
     from streaming.workload_source import workload_options
 
     options = workload_options(load_profiles()["clean"], seed, partitions, steps_per_batch, max_steps=steps_per_batch * batches)
     return run_stream(None, work / "out", work / "ckpt", protocol, spark=spark, quiet=True, workload=options,
-                      state_store=state_store, observer=observer)
+                      state_store=state_store, observer=observer, operator=operator)
 
 
-def noop_workload_stream(spark, options: dict, checkpoint: Path) -> list[dict]:
-    """A no-op ``applyInPandasWithState`` over the workload source (Spark's floor for that shape)."""
+def noop_workload_stream(spark, options: dict, checkpoint: Path, operator: str | None = None) -> list[dict]:
+    """A no-op ``operator`` (None: applyInPandasWithState) over the workload source (Spark's floor
+    for that shape)."""
     from streaming.workload_source import register
 
     register(spark)
-    return noop_over(spark.readStream.format("replemu_workload")
-                     .options(**{k: str(v) for k, v in options.items() if v is not None}).load(), checkpoint)
+    events = spark.readStream.format("replemu_workload").options(**{k: str(v) for k, v in options.items() if v is not None}).load()
+    return noop_tws_over(spark, events, checkpoint) if operator == "transformWithState" else noop_over(events, checkpoint)
 
 
 def workload_core_alone(profile, seed: int, partitions: int, steps: int, protocol: str) -> float:
@@ -325,51 +368,67 @@ def workload_core_alone(profile, seed: int, partitions: int, steps: int, protoco
 
 
 def mode_workload(spark, args, work: Path) -> None:
-    """The throughput targets from a clean workload stream: job vs the no-op over the same source."""
+    """The throughput targets from a clean workload stream: job vs the no-op over the same source,
+    for every operator of ``--operators``."""
+    import json
+
     from scenario_io.profiles import load_profiles
+    from streaming.operators import operator_named
     from streaming.workload_source import workload_options
 
+    operators = [operator_named(o).name for o in args.operators.split(",")]
     p, k, n = args.partitions, args.steps_per_batch, args.flat_batches
-    print(f"[workload] clean workload, seed {args.seed}, {p} partitions x {k} steps per batch, {n} batches, {args.protocol}",
-          flush=True)
+    print(f"[workload] clean workload, seed {args.seed}, {p} partitions x {k} steps per batch, {n} batches, {args.protocol}, "
+          f"operators {', '.join(operators)}", flush=True)
     profile = load_profiles()["clean"]
     a = workload_core_alone(profile, args.seed, p, k * 5, args.protocol)
     options = workload_options(profile, args.seed, p, k, max_steps=k * n)
-    # Warm the JVM with a short no-op run first, so neither measured query pays for it.
+    # Warm the JVM with a short no-op run first, so no measured query pays for it.
     noop_workload_stream(spark, {**options, "max_steps": k}, work / "ckpt-warm-up")
-    cpu0 = cpu_split()
-    stats = _workload_stream(spark, work, p, k, n, args.protocol, args.seed)
-    cpu1 = cpu_split()
-    db = [s.duration_s for s in stats]
-    progress_c = noop_workload_stream(spark, options, work / "ckpt-noop")
-    cpu2 = cpu_split()
-    dc = durations(progress_c)
     total = p * k * n
-    b, c = total / sum(db), total / sum(dc)
-    pb, pc = statistics.median(db[1:]), statistics.median(dc[1:])
-    print(f"{'':40} {'events/s':>10} {'batch p50 s':>12} {'batch p95 s':>12}")
-    print(f"{'(a) core alone':40} {a:>10,.0f}")
-    print(f"{'(b) streaming job':40} {b:>10,.0f} {pb:>12.2f} {_p95(db[1:]):>12.2f}")
-    print(f"{'(c) no-op applyInPandasWithState':40} {c:>10,.0f} {pc:>12.2f} {_p95(dc[1:]):>12.2f}")
-    early, late = statistics.mean(db[1:6]), statistics.mean(db[-5:])
-    print(f"b/c = {b / c:.2f} (target >= 0.5: {verdict(b / c >= 0.5)})   b/a = {b / a:.2f} (target >= 0.3: {verdict(b / a >= 0.3)})   "
-          f"p50 {pb:.2f} s (target <= 2 s: {verdict(pb <= 2)}); first batch (b) {db[0]:.2f} s, (c) {dc[0]:.2f} s", flush=True)
-    print(f"(b) late/early = {late / early:.2f} (target <= 1.25: {verdict(late / early <= 1.25)}); state "
-          f"{state_per_partition(spark, work / 'ckpt') / 1024:.1f} KiB per partition (statestore reader)", flush=True)
-    _cpu_line(cpu0, cpu1, cpu2, len(db), len(dc))
-    print("(b) per-batch seconds: " + " ".join(f"{x:.1f}" for x in db), flush=True)
-    print("(c) per-batch seconds: " + " ".join(f"{x:.1f}" for x in dc), flush=True)
-    import json
-
-    progress_b = [json.loads(line) for line in (work / "out" / "progress.jsonl").read_text().splitlines()]
-    for label, progress in (("(b)", [x for x in progress_b if x.get("numInputRows")]), ("(c)", progress_c)):
-        parts = {}
-        for x in progress[1:]:
-            x = x if isinstance(x, dict) else json.loads(x.json)
-            for key, ms in x.get("durationMs", {}).items():
-                parts.setdefault(key, []).append(ms / 1000)
-        print(f"{label} mean seconds per batch (batches 2-): " + ", ".join(
-            f"{key} {statistics.mean(v):.2f}" for key, v in sorted(parts.items(), key=lambda kv: -statistics.mean(kv[1]))), flush=True)
+    runs = {}
+    for operator in operators:
+        sub = work / operator
+        cpu0 = cpu_split()
+        stats = _workload_stream(spark, sub, p, k, n, args.protocol, args.seed, operator=operator)
+        cpu1 = cpu_split()
+        db = [s.duration_s for s in stats]
+        progress_c = noop_workload_stream(spark, options, sub / "ckpt-noop", operator)
+        cpu2 = cpu_split()
+        runs[operator] = (sub, db, durations(progress_c), progress_c, (cpu0, cpu1, cpu2))
+    print(f"{'':48} {'events/s':>10} {'batch p50 s':>12} {'batch p95 s':>12} {'job/no-op':>10} {'p50 / default':>14}")
+    print(f"{'(a) core alone':48} {a:>10,.0f}")
+    base = statistics.median(runs[DEFAULT_OPERATOR if DEFAULT_OPERATOR in runs else operators[0]][1][1:])
+    for operator in operators:
+        _, db, dc, _, _ = runs[operator]
+        b, c = total / sum(db), total / sum(dc)
+        pb, pc = statistics.median(db[1:]), statistics.median(dc[1:])
+        print(f"{'(b) streaming job, ' + operator:48} {b:>10,.0f} {pb:>12.2f} {_p95(db[1:]):>12.2f} {b / c:>10.2f} "
+              f"{pb / base:>14.2f}")
+        print(f"{'(c) no-op ' + operator:48} {c:>10,.0f} {pc:>12.2f} {_p95(dc[1:]):>12.2f}")
+    for operator in operators:
+        sub, db, dc, progress_c, (cpu0, cpu1, cpu2) = runs[operator]
+        b, c = total / sum(db), total / sum(dc)
+        pb = statistics.median(db[1:])
+        print(f"-- {operator}", flush=True)
+        early, late = statistics.mean(db[1:6]), statistics.mean(db[-5:])
+        print(f"b/c = {b / c:.2f} (target >= 0.5: {verdict(b / c >= 0.5)})   b/a = {b / a:.2f} (target >= 0.3: {verdict(b / a >= 0.3)})   "
+              f"p50 {pb:.2f} s (target <= 2 s: {verdict(pb <= 2)}); first batch (b) {db[0]:.2f} s, (c) {dc[0]:.2f} s", flush=True)
+        print(f"(b) late/early = {late / early:.2f} (target <= 1.25: {verdict(late / early <= 1.25)}); state "
+              f"{state_per_partition(spark, sub / 'ckpt', operator) / 1024:.1f} KiB per partition (statestore reader)", flush=True)
+        _cpu_line(cpu0, cpu1, cpu2, len(db), len(dc))
+        print("(b) per-batch seconds: " + " ".join(f"{x:.1f}" for x in db), flush=True)
+        print("(c) per-batch seconds: " + " ".join(f"{x:.1f}" for x in dc), flush=True)
+        progress_b = [json.loads(line) for line in (sub / "out" / "progress.jsonl").read_text().splitlines()]
+        for label, progress in (("(b)", [x for x in progress_b if x.get("numInputRows")]), ("(c)", progress_c)):
+            parts = {}
+            for x in progress[1:]:
+                x = x if isinstance(x, dict) else json.loads(x.json)
+                for key, ms in x.get("durationMs", {}).items():
+                    parts.setdefault(key, []).append(ms / 1000)
+            print(f"{label} mean seconds per batch (batches 2-): " + ", ".join(
+                f"{key} {statistics.mean(v):.2f}" for key, v in sorted(parts.items(), key=lambda kv: -statistics.mean(kv[1]))),
+                flush=True)
 
 
 def _flat(spark, args, work: Path, p: int, n: int, label: str) -> None:
@@ -580,6 +639,10 @@ def main() -> int:
     ap.add_argument("--protocol", default="kip320")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=2, help="rows: alternated runs of each form")
+    ap.add_argument("--operators", default=",".join(OPERATOR_NAMES), metavar="A,B",
+                    help="workload: the stateful operators of replemu stream --operator to measure, comma-separated "
+                         f"(default: {','.join(OPERATOR_NAMES)}, run in this order; p50s compare with the default's, "
+                         f"else the first's)")
     ap.add_argument("--tws", action="store_true", help="throughput: also run the job on transformWithStateInPandas")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark SQL setting for every query of the run (repeatable), e.g. "

@@ -75,6 +75,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 from processes import job_processes, kill_job  # noqa: E402
+from streaming.operators import DEFAULT_OPERATOR, OPERATOR_NAMES  # noqa: E402
 from streaming.output_layout import same_parquet_content  # noqa: E402
 
 KINDS = ("startup", "state", "sink", "commit")
@@ -289,6 +290,7 @@ class Config:
     keep: bool = False
     weights: dict[str, float] = field(default_factory=lambda: dict(WEIGHTS))
     retries: int = 3  # further kills, in all, for kinds whose kills came too late (run_killed)
+    operator: str = DEFAULT_OPERATOR  # replemu stream --operator (streaming.operators)
 
     @property
     def batches(self) -> int:
@@ -298,7 +300,8 @@ class Config:
         return [sys.executable, "-m", "replemu", "stream", "--workload", self.workload,
                 "--partitions", str(self.partitions), "--seed", str(self.workload_seed),
                 "--steps-per-batch", str(self.steps_per_batch), "--max-steps", str(self.max_steps),
-                "--protocol", self.protocol, "--output", str(out), "--checkpoint", str(ck), "--no-spark-ui"]
+                "--protocol", self.protocol, "--output", str(out), "--checkpoint", str(ck), "--no-spark-ui",
+                "--operator", self.operator]
 
 
 @dataclass
@@ -397,7 +400,7 @@ def run_reference(cfg: Config, workdir: Path, out=sys.stdout, spark=None) -> Ref
         poller.start()
         try:
             run_stream(None, layout.out, layout.ck, cfg.protocol, spark=spark, quiet=True, workload=workload,
-                       observer=ExpectationsObserver())
+                       observer=ExpectationsObserver(), operator=cfg.operator)
         finally:
             done.set()
             poller.join()
@@ -841,6 +844,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
     p.add_argument("--steps-per-batch", type=int, default=2)
     p.add_argument("--max-steps", type=int, default=60, help="with --steps-per-batch: ceil(M/K) micro-batches (default 30)")
     p.add_argument("--protocol", default="kip320")
+    p.add_argument("--operator", default=DEFAULT_OPERATOR, choices=OPERATOR_NAMES,
+                   help="replemu stream --operator: Spark's stateful operator of both runs")
     p.add_argument("--retries", type=int, default=3,
                    help="further kills, in all, for kinds whose kills came too late (default 3)")
     p.add_argument("--workdir", type=Path, default=None, help="default: a new temporary directory, removed after a pass")
@@ -850,7 +855,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         p.error("--kills, --partitions, --steps-per-batch and --max-steps must be positive")
     return Config(partitions=a.partitions, kills=a.kills, seed=a.seed, workload_seed=a.workload_seed,
                   steps_per_batch=a.steps_per_batch, max_steps=a.max_steps, protocol=a.protocol,
-                  workdir=a.workdir, keep=a.keep, retries=max(0, a.retries))
+                  workdir=a.workdir, keep=a.keep, retries=max(0, a.retries), operator=a.operator)
 
 
 def main(argv: list[str] | None = None) -> int:

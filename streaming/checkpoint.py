@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .operators import DEFAULT_OPERATOR
+
 IDENTITY_FILE = "replemu-identity.json"
 LOCK_FILE = "replemu.lock"
 IDENTITY_FORMAT = 1
@@ -56,16 +58,22 @@ IDENTITY_FIELDS: tuple[IdentityField, ...] = (
     IdentityField("compact_min_records", "records beyond the last compaction that trigger one"),
     IdentityField("gap_timeout_ms", "how long a partition waits for a missing sequence number"),
     IdentityField("state_schema_version", "the layout of a partition's state row", changeable=False),
+    IdentityField("operator", "Spark's stateful operator (streaming.operators): the layout the state is kept in",
+                  changeable=False),
 )
 IDENTITY_NAMES = tuple(f.name for f in IDENTITY_FIELDS)
 _CHANGEABLE = {f.name: f.changeable for f in IDENTITY_FIELDS}
 CHANGEABLE_IDENTITY = tuple(f.name for f in IDENTITY_FIELDS if f.changeable)
+# What an identity recorded before a field existed meant (every such checkpoint ran the default operator).
+_RECORDED_BEFORE = {"operator": DEFAULT_OPERATOR}
 
 
 def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str | Path | None, workload: dict | None,
                  shuffle_partitions: int | str | None, state_store: str | None, compact_min_records: int | None,
-                 gap_timeout_ms: int | None) -> dict[str, Any]:
-    """The identity of a run, as recorded (every ``IDENTITY_FIELDS`` name, JSON values)."""
+                 gap_timeout_ms: int | None, operator: str | None = None) -> dict[str, Any]:
+    """The identity of a run, as recorded (every ``IDENTITY_FIELDS`` name, JSON values;
+    ``operator`` None: the default, ``applyInPandasWithState``)."""
+    from .operators import operator_named
     from .storage import is_uri
 
     shown_workload = None
@@ -88,12 +96,13 @@ def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str 
         "compact_min_records": compact_min_records,
         "gap_timeout_ms": gap_timeout_ms,
         "state_schema_version": _state_schema_version(),
+        "operator": operator_named(operator).name,
     }
 
 
 def identity_differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """The names of the identity fields whose values differ, in ``IDENTITY_FIELDS`` order."""
-    return [name for name in IDENTITY_NAMES if recorded.get(name) != current.get(name)]
+    return [name for name in IDENTITY_NAMES if recorded.get(name, _RECORDED_BEFORE.get(name)) != current.get(name)]
 
 
 def _short(value: Any) -> str:
@@ -329,7 +338,8 @@ def _check_identity(ck, out, identity: dict[str, Any], allow: tuple[str, ...], c
     differences = identity_differences(recorded, identity)
     refused = [n for n in differences if n not in allow or not _CHANGEABLE[n]]
     if refused:
-        lines = [f"  {n}: checkpoint {_short(recorded.get(n))}, this run {_short(identity.get(n))}" for n in refused]
+        lines = [f"  {n}: checkpoint {_short(recorded.get(n, _RECORDED_BEFORE.get(n)))}, this run {_short(identity.get(n))}"
+                 for n in refused]
         fixed = [n for n in refused if not _CHANGEABLE[n]]
         hint = (f"a checkpoint's {', '.join(fixed)} cannot change: start a new checkpoint" if fixed else
                 "give the checkpoint's values, use a new checkpoint, or allow each difference with "

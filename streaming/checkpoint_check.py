@@ -58,8 +58,12 @@ The checkpoint of a query, as Spark 4 writes it (``checkpointing.HDFSMetadataLog
     JSON naming the shared SST and log files with their sizes).  Whole: a zip whose members
     pass their CRC-32, whose ``metadata`` parses, and every named ``SSTs/…`` / ``logs/…`` file
     exists with its recorded size (an SST also ends with a RocksDB table magic number).
-    Changelogs (only with changelog checkpointing, off in replemu) are read as the delta format
-    above (``StateStoreChangelogWriterV1``).  SST contents are not decoded.
+    Changelogs (changelog checkpointing: off for ``applyInPandasWithState``, on for
+    ``transformWithState``) are LZ4 streams as above.  Version 1 (``StateStoreChangelogWriterV1``)
+    holds the delta format's records; versions 2-4 start with ``writeUTF("vN")`` (3 and 4 then a
+    ``writeUTF`` lineage); 2 and 4 (what ``transformWithState``'s column families write) give every
+    record a type byte first (0x01 put, 0x11 merge: key and value; 0x10 delete: key and -1) and
+    end with the type 0x00; 3 ends its version-1 records with -1.  SST contents are not decoded.
 ``.NAME.crc`` (Hadoop's ``ChecksumFileSystem``, local filesystems only)
     ``crc\\0``, bytes per checksum, then a CRC-32 per chunk; a file whose CRC does not match was
     changed after it was written (torn) — Hadoop refuses to read it.  Spark's own
@@ -258,6 +262,56 @@ def kv_records(data: bytes, removals: bool) -> int:
         if value < 0:
             if value != -1 or not removals:
                 raise _Bad("undecodable", f"record {count}: value size {value}")
+        else:
+            j += value
+            if j > n:
+                raise _Bad("torn", f"record {count} is cut short")
+        count += 1
+
+
+def changelog_records(data: bytes) -> int:
+    """Records of a RocksDB changelog (decompressed; versions 1-4, module docstring); raises ``_Bad``."""
+    version, j = 1, 0
+    if len(data) >= 2:
+        size = struct.unpack_from(">H", data, 0)[0]
+        head = data[2:2 + size]
+        if len(head) == size and head[:1] == b"v" and head[1:].isdigit():
+            version, j = int(head[1:]), 2 + size
+    if version not in (1, 2, 3, 4):
+        raise _Bad("undecodable", f"changelog version {version} (this checker reads 1-4)")
+    if version in (3, 4):  # the lineage line
+        if j + 2 > len(data):
+            raise _Bad("torn", "the changelog stops inside its lineage")
+        j += 2 + struct.unpack_from(">H", data, j)[0]
+        if j > len(data):
+            raise _Bad("torn", "the changelog stops inside its lineage")
+    if version in (1, 3):
+        return kv_records(data[j:], True)
+    n, count = len(data), 0
+    while True:
+        if j >= n:
+            raise _Bad("torn", f"the records stop after {count} without the end record")
+        kind = data[j]
+        j += 1
+        if kind == 0x00:
+            return count
+        if kind not in (0x01, 0x10, 0x11):
+            raise _Bad("undecodable", f"record {count}: record type {kind:#04x}")
+        if j + 4 > n:
+            raise _Bad("torn", f"record {count} is cut short")
+        key = struct.unpack_from(">i", data, j)[0]
+        if key < 0:
+            raise _Bad("undecodable", f"record {count}: key size {key}")
+        j += 4 + key
+        if j + 4 > n:
+            raise _Bad("torn", f"record {count} is cut short")
+        value = struct.unpack_from(">i", data, j)[0]
+        j += 4
+        if kind == 0x10:
+            if value != -1:
+                raise _Bad("undecodable", f"record {count}: a delete with value size {value}")
+        elif value < 0:
+            raise _Bad("undecodable", f"record {count}: value size {value}")
         else:
             j += value
             if j > n:
@@ -768,6 +822,10 @@ def _inspect_state_layout(ins: _Inspector, committed: int | None, partitions: in
             rel = f"{op_rel}/_metadata/metadata"
             ins.add_file(rel, "operator-metadata", None)
             ins.check(rel, None, lambda d: parse_versioned_json(d, 1, "the operator metadata"))
+        if "_metadata" in ins.ls(op_rel) and "v2" in ins.ls(f"{op_rel}/_metadata"):
+            for name in ins.ls(f"{op_rel}/_metadata/v2"):  # transformWithState's, one per batch: not decoded,
+                if name.isdigit():                          # rolled back with their batch
+                    ins.add_file(f"{op_rel}/_metadata/v2/{name}", "operator-metadata-v2", int(name))
         parts = sorted(int(p) for p in ins.ls(op_rel) if p.isdigit())
         expected = range(partitions) if partitions else parts
         for p in expected:
@@ -815,6 +873,8 @@ def _check_state_file(ins: _Inspector, d: _Dir, rel: str, version: int) -> bool:
         return ok
     if ins.codec != "lz4":
         return ins.check(rel, batch, None, cheap=True) is not None
+    if rel.endswith(".changelog"):
+        return ins.check(rel, batch, lambda data: changelog_records(lz4_block_stream(data)) + 1) is not None
     removals = not rel.endswith(".snapshot")
     return ins.check(rel, batch, lambda data: kv_records(lz4_block_stream(data), removals) + 1) is not None
 
@@ -912,7 +972,7 @@ def _needed_for(ins: _Inspector, b: int, offsets_ids, commit_ids, dirs: list[_Di
 
 # -- repair ---------------------------------------------------------------------------------
 
-_ROLLED_BACK = ("offsets", "commits", "state", "source")
+_ROLLED_BACK = ("offsets", "commits", "state", "source", "operator-metadata-v2")
 
 
 def plan_repair(report: Report) -> RepairPlan:

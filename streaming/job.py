@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .checkpoint import RUN_FILE
-from .pipeline import payloads, replicate
+from .pipeline import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER_CONF, payloads, replicate
 from .progress import input_rows, print_progress, progress_listener, state_bytes
 from .session import build_spark, is_connect
 from .sink import BatchObserver, BatchStats, ParquetSink, landed_stats
@@ -26,9 +26,9 @@ from .triggers import Trigger, parse_trigger
 
 STATE_STORES = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "rocksdb": ROCKSDB_PROVIDER,
 }
-STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+STATE_STORE_CONF = STATE_STORE_PROVIDER_CONF
 SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
 
 
@@ -37,7 +37,8 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, observer: BatchObserver | None = None,
                  workload: dict | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None,
-                 shuffle_partitions: int | None = None, store=None, rows: bool = False, retention: dict | None = None):
+                 shuffle_partitions: int | None = None, store=None, rows: bool = False, retention: dict | None = None,
+                 operator: str | None = None):
     """Start the query; returns ``(query, sink)``.  ``store``: the output's (``streaming.storage``),
     opened here when not given.  ``rows``: hand the sink ``replicate``'s rows instead of the
     payloads (the same files; a benchmark and a test compare the two).
@@ -46,7 +47,10 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     micro-batches are compacted into ranges after every batch either way (``streaming.compaction``).
 
     ``state_store`` and ``shuffle_partitions`` (None: the session's) apply to this query only; Spark
-    records both in a new checkpoint and a restart uses the recorded ones.
+    records both in a new checkpoint and a restart uses the recorded ones.  ``operator``: the
+    stateful operator (``streaming.operators``; None: ``applyInPandasWithState``); ``transformWithState``
+    runs on RocksDB (the default store then) with changelog checkpointing, and refuses another
+    ``state_store`` with ``ValueError``.
 
     ``workload`` (instead of ``input_dir``): ``{"seed", "profile", "profile_spec", "partitions",
     "steps_per_batch", "max_steps"}`` with the profile as data (``profile_spec``, JSON), so
@@ -55,8 +59,11 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     trigger = parse_trigger(trigger) if isinstance(trigger, str) else trigger
     from pyspark.sql.functions import lit
 
+    from streaming.operators import operator_named, state_store_for
     from streaming.schemas import BINARY_FILE_SCHEMA, CORRUPT_COLUMN, DECODED_SCHEMA, REASON_COLUMN
 
+    stateful = operator_named(operator)
+    state_store = state_store_for(stateful.name, state_store)
     if store is None:
         from streaming.storage import open_store
 
@@ -82,32 +89,33 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
             reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
         events = (reader.format("binaryFile").schema(BINARY_FILE_SCHEMA).option("recursiveFileLookup", "true")
                   .load(str(input_dir)).mapInArrow(decode_file_batches, DECODED_SCHEMA))
-    # A processing-time timeout makes Spark schedule another (empty) batch forever, so an
-    # available-now or once run, which must end when the input is drained, runs without one;
-    # partitions still waiting for a sequence number are then reported from the state store.
-    if workload is not None and compact_min_records is None:
-        from streaming.processor import WORKLOAD_COMPACT_MIN_RECORDS
-
-        compact_min_records = WORKLOAD_COMPACT_MIN_RECORDS
-    outputs = (replicate if rows else payloads)(events, protocol, knobs, None if trigger.drains else gap_timeout_ms,
-                                                compact_min_records)
-    from streaming.compaction import CompactionPolicy
-
-    sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer, store=store,
-                       compaction=CompactionPolicy(retain=dict(retention or {})))
-    writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
-    writer = trigger.apply(writer)
-    query_conf = {}  # fixed in the checkpoint by the query's first start
+    query_conf = dict(stateful.query_conf)  # fixed in the checkpoint by the query's first start
     if state_store is not None:
         query_conf[STATE_STORE_CONF] = STATE_STORES[state_store]
     if shuffle_partitions is not None:
         query_conf[SHUFFLE_PARTITIONS_CONF] = str(int(shuffle_partitions))
     store.write_bytes(RUN_FILE, (json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir), "format": fmt,
-                                               "workload": workload, "state_store": state_store or "hdfs"}) + "\n").encode("utf-8"))
+                                               "workload": workload, "state_store": state_store or "hdfs",
+                                               "operator": stateful.name}) + "\n").encode("utf-8"))
     previous = {key: spark.conf.get(key, None) for key in query_conf}
     try:
-        for key, value in query_conf.items():
+        for key, value in query_conf.items():  # before the plan is built: transformWithState checks the store there
             spark.conf.set(key, value)
+        # A processing-time timeout makes Spark schedule another (empty) batch forever, so an
+        # available-now or once run, which must end when the input is drained, runs without one;
+        # partitions still waiting for a sequence number are then reported from the state store.
+        if workload is not None and compact_min_records is None:
+            from streaming.processor import WORKLOAD_COMPACT_MIN_RECORDS
+
+            compact_min_records = WORKLOAD_COMPACT_MIN_RECORDS
+        outputs = (replicate if rows else payloads)(events, protocol, knobs, None if trigger.drains else gap_timeout_ms,
+                                                    compact_min_records, stateful.name)
+        from streaming.compaction import CompactionPolicy
+
+        sink = ParquetSink(output_dir, on_batch=on_batch, observer=observer, store=store,
+                           compaction=CompactionPolicy(retain=dict(retention or {})))
+        writer = outputs.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint_dir)).queryName("replemu")
+        writer = trigger.apply(writer)
         return writer.start(), sink
     finally:
         for key, value in previous.items():  # the started query keeps its own copy of the session conf
@@ -120,7 +128,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
 def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="available-now", max_files_per_trigger=None,
                master=None, fmt=None, gap_timeout_ms=60000, spark=None, quiet=False, out=sys.stdout,
                compact_min_records=None, observer=None, workload=None, knobs=None, state_store=None,
-               stop=None, shuffle_partitions=None, rows=False, retention=None) -> list[BatchStats]:
+               stop=None, shuffle_partitions=None, rows=False, retention=None, operator=None) -> list[BatchStats]:
     """Run the job until the input is drained (available-now / once) or forever (processing-time),
     or until ``stop`` (a ``threading.Event``) is set: then the query is stopped between two
     micro-batches — the one running finishes and commits first — and the run ends normally.
@@ -140,7 +148,8 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         query, sink = start_stream(spark, input_dir, output_dir, checkpoint_dir, protocol, trigger,
                                    max_files_per_trigger, fmt, gap_timeout_ms, compact_min_records=compact_min_records,
                                    observer=observer, workload=workload, knobs=knobs, state_store=state_store,
-                                   shuffle_partitions=shuffle_partitions, store=store, rows=rows, retention=retention)
+                                   shuffle_partitions=shuffle_partitions, store=store, rows=rows, retention=retention,
+                                   operator=operator)
         printed = set()
         sink_elsewhere = is_connect(spark)  # the sink ran on the Connect server: its counts are in its files
 
@@ -194,7 +203,7 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
         drain()
         sink.finish()
         if trigger.drains:
-            report_gaps(spark, checkpoint_dir, output_dir, out=None if quiet else out, store=store)
+            report_gaps(spark, checkpoint_dir, output_dir, out=None if quiet else out, store=store, operator=operator)
         return sink.stats
     finally:
         spark.streams.removeListener(listener)
@@ -202,20 +211,50 @@ def run_stream(input_dir, output_dir, checkpoint_dir, protocol, trigger="availab
             spark.stop()
 
 
-def read_partition_states(spark, checkpoint_dir: str | Path) -> list[dict[str, Any]]:
-    """Every partition's latest state, read with Spark's ``statestore`` source and decoded."""
+def checkpoint_operator(spark, checkpoint_dir: str | Path) -> str:
+    """The stateful operator a checkpoint was written by: from its run identity, else (a query
+    started through the API, ``replicate``) from Spark's ``state-metadata`` of it."""
+    from streaming.checkpoint import read_identity
+    from streaming.operators import DEFAULT_OPERATOR
+    from streaming.storage import open_store
+
+    doc = read_identity(open_store(checkpoint_dir, spark))
+    if doc is not None:
+        return doc["identity"].get("operator") or DEFAULT_OPERATOR  # recorded before the choice: the default
+    names = [r["operatorName"] for r in spark.read.format("state-metadata").load(str(checkpoint_dir)).collect()]
+    return "transformWithState" if any(n.startswith("transformWithState") for n in names) else DEFAULT_OPERATOR
+
+
+def state_frame(spark, checkpoint_dir: str | Path, operator: str | None = None):
+    """The partitions' latest state rows, read with Spark's ``statestore`` source: a DataFrame of
+    ``topic``, ``partition`` and the ``STATE_SCHEMA`` fields, whichever operator wrote them
+    (``applyInPandasWithState`` keeps them under ``value.groupState``; ``transformWithState``
+    under its ``ValueState`` ``TWS_STATE_VAR``, read with the source's ``stateVarName``)."""
+    from streaming.operators import TWS_STATE_VAR, operator_named
+
+    name = operator_named(operator or checkpoint_operator(spark, checkpoint_dir)).name
+    reader = spark.read.format("statestore")
+    if name == "transformWithState":
+        return reader.option("stateVarName", TWS_STATE_VAR).load(str(checkpoint_dir)).select(
+            "key.topic", "key.partition", "value.*")
+    return reader.load(str(checkpoint_dir)).select("key.topic", "key.partition", "value.groupState.*")
+
+
+def read_partition_states(spark, checkpoint_dir: str | Path, operator: str | None = None) -> list[dict[str, Any]]:
+    """Every partition's latest state, read with Spark's ``statestore`` source and decoded
+    (``operator``: None reads it from the checkpoint's identity)."""
     from streaming.state_codec import decode_state_row
 
-    df = spark.read.format("statestore").load(str(checkpoint_dir))
     out = []
-    for row in df.select("key.topic", "key.partition", "value.groupState.*").collect():
+    for row in state_frame(spark, checkpoint_dir, operator).collect():
         d = row.asDict()
         decoded = decode_state_row(d)
         out.append({"topic": d["topic"], "partition": d["partition"], **decoded})
     return sorted(out, key=lambda s: (s["topic"] is None, s["topic"] or "", s["partition"] if s["partition"] is not None else -1))
 
 
-def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=sys.stdout, store=None) -> list[dict[str, Any]]:
+def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=sys.stdout, store=None,
+                operator: str | None = None) -> list[dict[str, Any]]:
     """After a run that drained its input: partitions still waiting for a missing sequence number.
 
     Written to ``OUTPUT/gaps.json`` (replaced on every run) and printed unless ``out`` is None; the
@@ -224,11 +263,10 @@ def report_gaps(spark, checkpoint_dir: str | Path, output_dir: str | Path, out=s
     """
     from pyspark.sql.functions import col, length
 
-    df = spark.read.format("statestore").load(str(checkpoint_dir))
+    df = state_frame(spark, checkpoint_dir, operator)
     gaps = []
-    held = col("value.groupState.waiting")  # "[]" when nothing waits: only the waiting partitions reach the driver
-    for row in (df.where(held.isNotNull() & (length(held) > 2))
-                .select("key.topic", "key.partition", "value.groupState.next_seq", "value.groupState.waiting").collect()):
+    held = col("waiting")  # "[]" when nothing waits: only the waiting partitions reach the driver
+    for row in df.where(held.isNotNull() & (length(held) > 2)).select("topic", "partition", "next_seq", "waiting").collect():
         waiting = json.loads(bytes(row["waiting"]).decode("utf-8")) if row["waiting"] is not None else []
         if waiting:
             gaps.append({"topic": row["topic"], "partition": row["partition"], "missing_seq": row["next_seq"],

@@ -1,12 +1,14 @@
 """The job as one DataFrame transformation: event rows in, output rows out (``replicate``).
 
     events -> groupBy(topic, partition).applyInPandasWithState(step the core: one payload per group)
+              (or .transformWithState(PartitionProcessor): ``operator``, streaming.operators)
            -> mapInArrow(the payloads as output rows: one ``OUTPUT_SCHEMA`` row each, a ``kind`` column)
 
 It works on a batch or a streaming DataFrame from any source; ``replemu stream`` is this
 transformation up to the payloads (``payloads``), with the file or workload source in front and
 ``streaming.sink.ParquetSink`` behind, which unpacks them itself.  The state function is
-``make_state_function``.
+``make_state_function`` (``applyInPandasWithState``, the default) or ``make_processor``
+(``transformWithState``); both call ``streaming.processor.process_batch`` alone.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ def events_from_frames(topic, partition, pdfs: Iterable) -> list[dict]:
     return events
 
 
+STATE_STORE_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
 _FRAME_AXES: tuple = ()
 
 
@@ -100,6 +105,76 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
     return step_partition
 
 
+def events_from_rows(topic, partition, rows: Iterable) -> list[dict]:
+    """One group's event rows as ``transformWithState`` hands them (``Row``s of topic, partition and
+    the ``PACKED_COLUMN``): the events ``events_from_frames`` builds from the same packed column."""
+    from streaming.schemas import CORRUPT_COLUMN, PACKED_COLUMN, REASON_COLUMN
+
+    loads = json.loads
+    events = []
+    for row in rows:
+        d = loads(row[PACKED_COLUMN])
+        event = {"topic": topic, "partition": partition, "seq": d.get("seq"), "type": d.get("type"),
+                 "args": d.get("args"), "raw": d.get(CORRUPT_COLUMN)}
+        if d.get(REASON_COLUMN) is not None:
+            event["reason"] = d[REASON_COLUMN]
+        events.append(event)
+    return events
+
+
+def make_processor(protocol: str, gap_timeout_ms: int | None, compact_min_records: int,
+                   knobs: dict[str, Any] | None = None):
+    """The ``transformWithState`` processor: what ``make_state_function`` does, with the state row
+    (``STATE_SCHEMA``) as one ``ValueState`` (``TWS_STATE_VAR``) and the gap timeout as a
+    processing-time timer.  The timeout's meaning is ``applyInPandasWithState``'s: a group that
+    gets rows in a micro-batch starts its wait afresh (its timer is replaced, or dropped when
+    nothing waits), and a group whose wait expires with no rows in between is stepped with
+    ``timed_out`` and, while rows still wait, waits again."""
+    from pyspark.sql import Row
+    from pyspark.sql.streaming import StatefulProcessor
+
+    from streaming.operators import TWS_STATE_VAR
+    from streaming.schemas import STATE_SCHEMA
+
+    class PartitionProcessor(StatefulProcessor):
+        def init(self, handle) -> None:
+            self.handle = handle
+            self.state = handle.getValueState(TWS_STATE_VAR, STATE_SCHEMA)
+
+        def _step(self, key, events, now_ms: int, timed_out: bool) -> Iterator:
+            from streaming.processor import process_batch
+            from streaming.state_codec import from_tuple, to_tuple
+
+            topic, partition = group_key(key)
+            keyed = topic is not None and partition is not None
+            current = from_tuple(self.state.get()) if keyed and self.state.exists() else None
+            rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=timed_out,
+                                                     compact_min_records=compact_min_records, knobs=knobs)
+            if keyed:
+                self.state.update(to_tuple(new_state))
+                if gap_timeout_ms is not None:
+                    if not timed_out:  # the wait starts afresh, as a GroupState timeout's (Spark drops an expired timer)
+                        for at in list(self.handle.listTimers()):
+                            self.handle.deleteTimer(at)
+                    if waiting:
+                        self.handle.registerTimer(now_ms + gap_timeout_ms)
+            if len(rows):  # one row: every kind's rows in one payload
+                yield Row(payload=rows.payload())
+
+        def handleInputRows(self, key, rows, timerValues) -> Iterator:
+            topic, partition = group_key(key)
+            yield from self._step(key, events_from_rows(topic, partition, rows),
+                                  timerValues.getCurrentProcessingTimeInMs(), False)
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:
+            yield from self._step(key, [], timerValues.getCurrentProcessingTimeInMs(), True)
+
+        def close(self) -> None:
+            pass
+
+    return PartitionProcessor()
+
+
 def payloads_to_rows(batches: Iterable) -> Iterator:
     """The ``mapInArrow`` function behind ``replicate``: record batches of payloads (one per
     partition and micro-batch, ``GROUP_OUTPUT_SCHEMA``) -> record batches of ``OUTPUT_SCHEMA``
@@ -115,7 +190,7 @@ def payloads_to_rows(batches: Iterable) -> Iterator:
 
 
 def replicate(events, protocol: str = "kip320", knobs: dict[str, Any] | None = None, gap_timeout_ms: int | None = None,
-              compact_min_records: int | None = None):
+              compact_min_records: int | None = None, operator: str | None = None):
     """Every partition's events stepped through the core under ``protocol``: a DataFrame of
     output rows (``OUTPUT_SCHEMA``: a ``kind`` column and the union of every kind's columns).
 
@@ -126,16 +201,20 @@ def replicate(events, protocol: str = "kip320", knobs: dict[str, Any] | None = N
     (the query's checkpoint).  ``gap_timeout_ms``: for a stream that never drains (a
     processing-time trigger), how long rows ahead of a missing ``seq`` wait before the gap is
     reported once in quarantine; None (the default) never times out, which an available-now
-    stream needs to end.  ``ValueError`` names a missing or mistyped column and an unknown
-    protocol or knob.
+    stream needs to end.  ``operator``: Spark's stateful operator for a streaming DataFrame
+    (``streaming.operators.OPERATOR_NAMES``; None: ``applyInPandasWithState``); ``transformWithState``
+    needs the session's state store to be RocksDB when the query starts.  A batch DataFrame keeps
+    no state and is stepped the same way under either.  ``ValueError`` names a missing or
+    mistyped column and an unknown protocol, knob or operator.
     """
     from streaming.schemas import OUTPUT_SCHEMA
 
-    return payloads(events, protocol, knobs, gap_timeout_ms, compact_min_records).mapInArrow(payloads_to_rows, OUTPUT_SCHEMA)
+    return payloads(events, protocol, knobs, gap_timeout_ms, compact_min_records, operator).mapInArrow(
+        payloads_to_rows, OUTPUT_SCHEMA)
 
 
 def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = None, gap_timeout_ms: int | None = None,
-             compact_min_records: int | None = None):
+             compact_min_records: int | None = None, operator: str | None = None):
     """``replicate`` before its last step: one row per partition and micro-batch holding all its
     output rows as one payload (``GROUP_OUTPUT_SCHEMA``; ``streaming.processor.OutputRows.payload``).
     ``replemu stream`` runs this and unpacks the payloads in its sink (``ParquetSink``), so the
@@ -146,6 +225,7 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
 
     from emulator.quorum_variants import QUORUM_VARIANT_NAMES, quorum_variant_named
     from emulator.variants import variant_named
+    from streaming.operators import operator_named
     from streaming.processor import COMPACT_MIN_RECORDS
     from streaming.schemas import (
         CORRUPT_COLUMN,
@@ -161,6 +241,7 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
         quorum_variant_named(protocol, dict(knobs or {}))
     else:
         variant_named(protocol, dict(knobs or {}))  # ValueError: an unknown protocol, knob or value
+    stateful = operator_named(operator)  # ValueError: an unknown operator
     types = dict(events.dtypes)
     missing = [f.name for f in EVENT_FIELDS if f.name not in types]
     if missing:
@@ -186,6 +267,15 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
         payloads = packed.groupBy("topic", "partition").applyInPandas(
             lambda key, pdf: pd_concat(step_all(key, iter([pdf]), _NoState())), GROUP_OUTPUT_SCHEMA)
         return payloads
+    if stateful.name == "transformWithState":
+        provider = events.sparkSession.conf.get(STATE_STORE_PROVIDER_CONF, None) or ""
+        if "RocksDB" not in provider:
+            raise ValueError(f"operator transformWithState runs only on the RocksDB state store: set "
+                             f"{STATE_STORE_PROVIDER_CONF} to {ROCKSDB_PROVIDER} before the query starts "
+                             f"(the session has {provider or 'the default, HDFS-backed'})")
+        return packed.groupBy("topic", "partition").transformWithState(
+            make_processor(protocol, gap_timeout_ms, compact, knobs), GROUP_OUTPUT_SCHEMA, "Append",
+            "None" if gap_timeout_ms is None else "ProcessingTime")
     timeout = GroupStateTimeout.NoTimeout if gap_timeout_ms is None else GroupStateTimeout.ProcessingTimeTimeout
     payloads = packed.groupBy("topic", "partition").applyInPandasWithState(
         make_state_function(protocol, gap_timeout_ms, compact, knobs), GROUP_OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,

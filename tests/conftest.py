@@ -140,7 +140,7 @@ def replemu(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 # long ones start early and the short ones fill in, and both processes end at about the same time.
 LONG_FILES = ("test_cluster.py", "test_chaos.py", "test_stream.py", "test_storage.py", "test_expectations_spark.py",
               "test_failures.py", "test_graceful_stop.py", "test_fuzz.py", "test_checkpoint_repair.py",
-              "test_output_layout.py", "test_explore.py")
+              "test_output_layout.py", "test_explore.py", "test_operators.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -47,9 +47,22 @@ def workload():
     return workload_options(load_profiles()["clean"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=MAX_STEPS)
 
 
+# A "store" of these tests: a state store, or "tws": --operator transformWithState (RocksDB, with
+# changelog checkpointing: its state versions are .changelog files, snapshots now and then).
+TWS = "transformWithState"
+
+
+def operator_of(store: str) -> str | None:
+    return TWS if store == "tws" else None
+
+
+def state_store_of(store: str) -> str:
+    return "rocksdb" if store == "tws" else store
+
+
 def stream(spark, root: Path, store: str):
     return run_stream(None, root / "out", root / "ck", "kip320", spark=spark, quiet=True, workload=workload(),
-                      state_store=store)
+                      state_store=state_store_of(store), operator=operator_of(store))
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +78,8 @@ def made(spark, tmp_path_factory):
             root = tmp_path_factory.mktemp(f"straight-{store}")
             w = workload()
             identity = run_identity(protocol="kip320", knobs=None, input_dir=None, workload=w, shuffle_partitions=2,
-                                    state_store=store, compact_min_records=None, gap_timeout_ms=60000)
+                                    state_store=state_store_of(store), compact_min_records=None, gap_timeout_ms=60000,
+                                    operator=operator_of(store))
             claim_run(root / "ck", root / "out", identity).release()
             assert [s.batch_id for s in stream(spark, root, store)] == list(range(LAST + 1))
             runs[store] = root
@@ -145,6 +159,8 @@ CASES = {
     "last zip torn": ("rocksdb", lambda ck: cut(ck / "state/0/1/4.zip", lambda n: n - 100),
                       [(3, "state/0/1/4.zip", "torn")], 2),
     "an SST missing": ("rocksdb", lambda ck: sst_of(ck, 0, 4).unlink(), None, 2),
+    "last changelog torn (transformWithState)": ("tws", lambda ck: cut(ck / "state/0/1/4.changelog", lambda n: n - 12),
+                                                 [(3, "state/0/1/4.changelog", "torn")], 2),
 }
 
 
@@ -170,12 +186,15 @@ def test_check_names_the_problem_and_repair_rolls_back_to_the_uninterrupted_byte
     rerun = tuple(range((-1 if kept is None else kept) + 1, LAST + 1))
     assert plan.keep_through == kept and plan.rerun == rerun
     rolled_back = {f"{log}/{n}" for log in ("offsets", "commits") for n in rerun}
-    ext = "delta" if store == "hdfs" else "zip"
+    ext = {"hdfs": "delta", "rocksdb": "zip", "tws": "changelog"}[store]
     if kept is None:  # Spark wants no state at batch 0: the whole directory goes
         rolled_back.add("state")
         broken = set()
     else:
         rolled_back |= {f"state/0/{p}/{n + 1}.{ext}" for p in (0, 1) for n in rerun}
+        if store == "tws":  # a snapshot RocksDB's maintenance made meanwhile, the operator's metadata of the batch
+            rolled_back |= {f"state/0/{p}/{n + 1}.zip" for p in (0, 1) for n in rerun if (ck / f"state/0/{p}/{n + 1}.zip").exists()}
+            rolled_back |= {f"state/0/_metadata/v2/{n}" for n in rerun if (ck / f"state/0/_metadata/v2/{n}").exists()}
         rolled_back -= {path for _, path, kind in expected if kind == "missing"}
         broken = {path for _, path, kind in expected if kind != "missing"}
     assert {m for m in plan.moves if "/." not in m and not m.startswith(".")} == rolled_back | broken
