@@ -219,8 +219,11 @@ def floor_main(args) -> int:
         from pyspark.sql.streaming import StatefulProcessor
         from pyspark.sql.types import LongType, StructField, StructType
 
+        from streaming.operators import ROCKSDB_CHANGELOG_CONF
+
         spark.conf.set("spark.sql.streaming.stateStore.providerClass",
                        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        spark.conf.set(ROCKSDB_CHANGELOG_CONF, "true")  # as the job runs it
         schema = StructType([StructField("n", LongType())])
 
         class Noop(StatefulProcessor):
