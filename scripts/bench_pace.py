@@ -354,6 +354,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1, help="alternated runs of each side")
     ap.add_argument("--pace", default="", help="steps per batch to run the stream at (e.g. 20,200,1000)")
     ap.add_argument("--pace-batches", type=int, default=6)
+    ap.add_argument("--pace-partitions", type=int, help="partitions of the --pace runs (default: --partitions)")
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--work", help="keep the runs here (default: a temporary directory, removed)")
     ap.add_argument("--floor-of", help=argparse.SUPPRESS)
@@ -417,9 +418,10 @@ def main() -> int:
                     ratio = statistics.median(r.p50 for r in runs) / statistics.median(r.p50 for r in ref)
                     cpu = statistics.median(r.cpu_after_first_s for r in runs) / statistics.median(r.cpu_after_first_s for r in ref)
                     print(f"  {label} / {args.baseline}: micro-batch p50 x{ratio:.2f} (target <= 0.5), CPU after batch 1 x{cpu:.2f}")
+        pace = argparse.Namespace(**{**vars(args), "partitions": args.pace_partitions or args.partitions})
         for k in [int(x) for x in args.pace.split(",") if x]:
-            r = stream_run(f"pace-{k}", ROOT, work, args, k, args.pace_batches, None, False)
-            print(f"  pace at {k:,} steps a batch: p50 {r.p50:.2f} s, {r.steps_per_cpu_s:,.0f} steps per CPU second after batch 1 "
+            r = stream_run(f"pace-{k}", ROOT, work, pace, k, args.pace_batches, None, False)
+            print(f"  pace at {k:,} steps a batch ({pace.partitions:,} partitions): p50 {r.p50:.2f} s, {r.steps_per_cpu_s:,.0f} steps per CPU second after batch 1 "
                   f"= {r.steps_per_cpu_s / core:.1%} of the core's {core:,.0f}", flush=True)
     finally:
         if not args.work:
