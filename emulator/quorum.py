@@ -208,7 +208,8 @@ class Quorum:
     def _respond(self, s: Server, destination: int, request: Message, response: Message) -> None:
         """The answer, with the request's correlation id; a response naming a leader carries its endpoints
         when this server knows them (``quorum.leaderEndpoints()``: empty for an unattached server)."""
-        self._send(s.id, destination, replace(response, correlation_id=request.correlation_id,
+        answer: Any = response  # every response kind has ``endpoints`` (the union's type does not say so)
+        self._send(s.id, destination, replace(answer, correlation_id=request.correlation_id,
                                               endpoints=self._knows_leader_endpoints(s)))
 
     @staticmethod
