@@ -117,3 +117,21 @@ def test_draws_are_uniform_enough_for_the_rates_of_a_profile():
     assert 0.28 < below / len(draws) < 0.32
     faces = [Draws(stream_key(3, 9, "scheduling"), step).randint(1, 3) for step in range(9_000)]
     assert set(faces) == {1, 2, 3} and all(2_700 < faces.count(f) < 3_300 for f in (1, 2, 3))
+
+
+def test_a_workload_stream_names_its_generator_in_its_identity():
+    """A checkpoint of another generator's workload would continue other steps: the generator's
+    version is part of the run's identity (and of run.json, which records the workload options)."""
+    from emulator.workload import GENERATOR_VERSION
+    from streaming.checkpoint import identity_differences, run_identity
+    from streaming.workload_source import workload_options
+
+    options = workload_options(PROFILES["clean"], 1, 10, 20, 40)
+    assert options["generator"] == GENERATOR_VERSION
+
+    def identity(workload):
+        return run_identity(protocol="kip320", knobs=None, input_dir=None, workload=workload, shuffle_partitions=2,
+                            state_store=None, compact_min_records=None, gap_timeout_ms=None)
+
+    assert identity(options)["workload"]["generator"] == GENERATOR_VERSION
+    assert identity_differences(identity({**options, "generator": 1}), identity(options)) == ["workload"]
