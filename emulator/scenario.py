@@ -106,6 +106,33 @@ def step_from_mapping(source: str, number: int, raw: Any, replicas: tuple[int, .
         raise ScenarioError(f"{source}: {where}: {exc}") from None
 
 
+_STEP_CACHE_MAX = 4096
+_SCALAR_TYPES = (int, str, bool, type(None))
+
+
+def _parse_steps(source: str, raw_steps: list, replicas: tuple[int, ...]) -> tuple[Step, ...]:
+    """Every step, parsed once per distinct form: steps are frozen, and most of a long file's
+    repeat (``fetch: {replica: 2}``), so a repeated one is the same object (a cache of at most
+    ``_STEP_CACHE_MAX`` forms, keyed by kind, argument names, types and values: ``true`` is not ``1``)."""
+    cache: dict[tuple, Step] = {}
+    steps: list[Step] = []
+    for number, raw in enumerate(raw_steps, start=1):
+        key = None
+        if type(raw) is dict and len(raw) == 1:
+            (kind, args), = raw.items()
+            if type(args) is dict and all(type(v) in _SCALAR_TYPES for v in args.values()):
+                key = (kind, *((k, type(v), v) for k, v in args.items()))
+                hit = cache.get(key)
+                if hit is not None:
+                    steps.append(hit)
+                    continue
+        step = step_from_mapping(source, number, raw, replicas)
+        if key is not None and len(cache) < _STEP_CACHE_MAX:
+            cache[key] = step
+        steps.append(step)
+    return tuple(steps)
+
+
 def _check_fields(r: "_Reader", where: str, fields: Any, table: dict[str, tuple[str, Any]]) -> dict[str, Any]:
     """A map of result field -> expected value, each field known and each value one it can take."""
     if not isinstance(fields, dict):
@@ -203,7 +230,7 @@ def parse_scenario(data: Any, source: str = "<memory>", resolve_initial_state: C
     name, replicas, config = parse_partition(data, source)
 
     raw_steps = top.get("steps", lambda v: isinstance(v, list), "a list of steps", required=True)
-    steps = tuple(step_from_mapping(source, i, raw, replicas) for i, raw in enumerate(raw_steps, start=1))
+    steps = _parse_steps(source, raw_steps, replicas)
     expect = _parse_expect(source, data["expect"], replicas, len(steps)) if data.get("expect") is not None else {}
     initial = top.get("initial_state", _is_str, "a directory path (string)")
     if initial is not None and resolve_initial_state is not None:
