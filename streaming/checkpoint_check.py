@@ -242,6 +242,28 @@ def lz4_block_stream(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _kv_record(data: bytes, j: int, count: int, key: int, removal: str) -> int:
+    """The rest of record ``count`` whose key size ``key`` was read (``j``: just after it): the key,
+    ``int valueSize`` and the value; returns where the next record starts; raises ``_Bad``.
+    ``removal``: "no" (a value follows), "may" (``valueSize -1``: a removal), "only" (a delete)."""
+    n = len(data)
+    if key < 0:
+        raise _Bad("undecodable", f"record {count}: key size {key}")
+    j += key
+    if j + 4 > n:
+        raise _Bad("torn", f"record {count} is cut short")
+    value = struct.unpack_from(">i", data, j)[0]
+    j += 4
+    if value == -1 and removal != "no":
+        return j
+    if value < 0 or removal == "only":
+        raise _Bad("undecodable", f"record {count}: {'a delete with ' if removal == 'only' else ''}value size {value}")
+    j += value
+    if j > n:
+        raise _Bad("torn", f"record {count} is cut short")
+    return j
+
+
 def kv_records(data: bytes, removals: bool) -> int:
     """Records of a delta / snapshot / changelog (decompressed); returns how many; raises ``_Bad``."""
     j, n, count = 0, len(data), 0
@@ -249,24 +271,13 @@ def kv_records(data: bytes, removals: bool) -> int:
         if j + 4 > n:
             raise _Bad("torn", f"the records stop after {count} without the end marker (-1)")
         key = struct.unpack_from(">i", data, j)[0]
-        j += 4
         if key == -1:
             return count
-        if key < 0:
-            raise _Bad("undecodable", f"record {count}: key size {key}")
-        j += key
-        if j + 4 > n:
-            raise _Bad("torn", f"record {count} is cut short")
-        value = struct.unpack_from(">i", data, j)[0]
-        j += 4
-        if value < 0:
-            if value != -1 or not removals:
-                raise _Bad("undecodable", f"record {count}: value size {value}")
-        else:
-            j += value
-            if j > n:
-                raise _Bad("torn", f"record {count} is cut short")
+        j = _kv_record(data, j + 4, count, key, "may" if removals else "no")
         count += 1
+
+
+_RECORD_TYPES = {0x01: "no", 0x11: "no", 0x10: "only"}  # changelog v2/v4: put, merge (a value follows), delete
 
 
 def changelog_records(data: bytes) -> int:
@@ -280,11 +291,9 @@ def changelog_records(data: bytes) -> int:
     if version not in (1, 2, 3, 4):
         raise _Bad("undecodable", f"changelog version {version} (this checker reads 1-4)")
     if version in (3, 4):  # the lineage line
-        if j + 2 > len(data):
+        if j + 2 > len(data) or j + 2 + struct.unpack_from(">H", data, j)[0] > len(data):
             raise _Bad("torn", "the changelog stops inside its lineage")
         j += 2 + struct.unpack_from(">H", data, j)[0]
-        if j > len(data):
-            raise _Bad("torn", "the changelog stops inside its lineage")
     if version in (1, 3):
         return kv_records(data[j:], True)
     n, count = len(data), 0
@@ -292,30 +301,13 @@ def changelog_records(data: bytes) -> int:
         if j >= n:
             raise _Bad("torn", f"the records stop after {count} without the end record")
         kind = data[j]
-        j += 1
         if kind == 0x00:
             return count
-        if kind not in (0x01, 0x10, 0x11):
+        if kind not in _RECORD_TYPES:
             raise _Bad("undecodable", f"record {count}: record type {kind:#04x}")
-        if j + 4 > n:
+        if j + 5 > n:
             raise _Bad("torn", f"record {count} is cut short")
-        key = struct.unpack_from(">i", data, j)[0]
-        if key < 0:
-            raise _Bad("undecodable", f"record {count}: key size {key}")
-        j += 4 + key
-        if j + 4 > n:
-            raise _Bad("torn", f"record {count} is cut short")
-        value = struct.unpack_from(">i", data, j)[0]
-        j += 4
-        if kind == 0x10:
-            if value != -1:
-                raise _Bad("undecodable", f"record {count}: a delete with value size {value}")
-        elif value < 0:
-            raise _Bad("undecodable", f"record {count}: value size {value}")
-        else:
-            j += value
-            if j > n:
-                raise _Bad("torn", f"record {count} is cut short")
+        j = _kv_record(data, j + 5, count, struct.unpack_from(">i", data, j + 1)[0], _RECORD_TYPES[kind])
         count += 1
 
 

@@ -88,20 +88,14 @@ def test_transform_with_state_runs_the_workload_source_across_a_restart(spark, t
     micro-batch and restarted, every partition ends as the core's replay of the same steps."""
     from scenario_io.profiles import load_profiles
     from streaming.workload_source import workload_options
-    from test_stream import workload_scenario
+    from test_stream import assert_partitions_end_as_the_core
 
     clean = load_profiles()["clean"]
     for max_steps, batches in ((10, [0]), (20, [1])):
         stats = run_stream(None, tmp_path / "out", tmp_path / "ck", "kip101", spark=spark, quiet=True, operator=TWS,
                            workload=workload_options(clean, 5, 3, 10, max_steps=max_steps))
         assert [s.batch_id for s in stats] == batches
-    results = {r["scenario"]: r for r in read_results(tmp_path / "out")}
-    assert len(results) == 3
-    for k in range(3):
-        expected = run_scenario(workload_scenario(5, k, "clean", 20), "kip101")
-        got = results[expected["scenario"]]
-        assert got["final"] == expected["final"] and got["errors"] == expected["errors"]
-        assert [v["invariant"] for v in got["violations"]] == [v["invariant"] for v in expected["violations"]]
+    assert_partitions_end_as_the_core(tmp_path / "out", seed=5, partitions=3, steps=20, protocol="kip101")
 
 
 def test_transform_with_state_reports_a_gap_after_the_timeout_through_a_timer(spark, tmp_path):

@@ -201,10 +201,16 @@ def test_workload_stream_is_deterministic_across_restarts_and_matches_the_core(s
                         workload=workload_options(clean, 5, 6, 10, max_steps=40))
     assert [s.batch_id for s in second] == [2, 3]
     assert tree_bytes(tmp_path / "straight") == tree_bytes(tmp_path / "restarted")
-    results = {r["scenario"]: r for r in read_results(tmp_path / "straight")}
-    assert len(results) == 6
-    for k in range(6):
-        expected = run_scenario(workload_scenario(5, k, "clean", 40), "kip101")
+    assert_partitions_end_as_the_core(tmp_path / "straight", seed=5, partitions=6, steps=40, protocol="kip101")
+
+
+def assert_partitions_end_as_the_core(output: Path, seed: int, partitions: int, steps: int, protocol: str) -> None:
+    """Every partition of a clean workload stream's ``output`` ends as the core's replay of its
+    first ``steps`` steps: the same final state, errors and invariants broken."""
+    results = {r["scenario"]: r for r in read_results(output)}
+    assert len(results) == partitions
+    for k in range(partitions):
+        expected = run_scenario(workload_scenario(seed, k, "clean", steps), protocol)
         got = results[expected["scenario"]]
         assert got["final"] == expected["final"] and got["errors"] == expected["errors"]
         assert [v["invariant"] for v in got["violations"]] == [v["invariant"] for v in expected["violations"]]
