@@ -208,15 +208,13 @@ class BatchValidator:
     """Runs the suites on every micro-batch's frames; keeps GX's results for the Data Docs."""
 
     def __init__(self, docs_dir: str | Path | None = None, results_dir: str | Path | None = None,
-                 engine: str = "pandas", family: str = "partition", run_start: Any = None) -> None:
+                 engine: str = "pandas", family: str = "partition") -> None:
         """``results_dir``: keep GX's validation results there (JSON files), not in memory, so the
         Data Docs built after a restart still show the batches validated before it.  ``engine``:
         the frames ``validate`` is given, pandas (GX's pandas datasource, in this process) or
         spark (GX's Spark datasource: every metric is a Spark aggregate or a bounded ``limit``;
         only O(expectations) values and at most ``OFFENDING_LIMIT`` rows per failed expectation
-        reach the driver).  Both give the same rows, results files and Data Docs pages.
-        ``run_start`` (an aware datetime): the run time of batch 0's validation, batch N's N
-        seconds later; without it 2000-01-01 (a fixed time, for validators compared with each other)."""
+        reach the driver).  Both give the same rows, results files and Data Docs pages."""
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
         import great_expectations as gx
@@ -227,7 +225,6 @@ class BatchValidator:
         )
 
         self.gx = gx
-        self.run_start = run_start
         config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults())
         if results_dir is not None:
             config.stores[config.validation_results_store_name] = {
@@ -299,15 +296,13 @@ class BatchValidator:
         return rows
 
     def _run_id(self, batch_id: int, frame: str):
-        """Named after the micro-batch, with a run time derived from the batch id and the
-        output's run start (``output_run_start``: read back, not the clock, on a restart), so a
-        replayed batch writes the same rows and Data Docs paths."""
+        """Named after the micro-batch, with a run time derived from the batch id (not the clock),
+        so a replayed batch writes the same rows and Data Docs paths."""
         from datetime import datetime, timedelta, timezone
 
         from great_expectations.core.run_identifier import RunIdentifier
 
-        start = self.run_start or datetime(2000, 1, 1, tzinfo=timezone.utc)
-        run_time = start + timedelta(seconds=batch_id)
+        run_time = datetime(2000, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=batch_id)
         return RunIdentifier(run_name=f"batch-{batch_id:06d}-{frame}", run_time=run_time)
 
     def _page(self, vr_id) -> str | None:
@@ -539,31 +534,6 @@ def _error_rows(batch_id: int, exc: Exception) -> list[dict]:
 
 
 RESULTS_DIR = "gx_results"  # OUTPUT/gx_results: GX's validation results, read by every Data Docs build
-RUN_START_FILE = "run_start.txt"  # OUTPUT/gx_results/run_start.txt: when the output's first validation ran (not .json: GX reads those as results)
-
-
-def output_run_start(results_dir: Path):
-    """When the output's validations started (UTC, whole seconds): the clock at the first
-    validation, written once under ``results_dir`` and read back by every later start (a restart
-    replays its batch with the same run time, so the same Data Docs paths).  The Data Docs then
-    date each batch by its run, not 2000-01-01."""
-    import json
-    import os
-    from datetime import datetime, timezone
-
-    path = Path(results_dir) / RUN_START_FILE
-    try:
-        start = datetime.fromisoformat(json.loads(path.read_text(encoding="utf-8"))["utc"])
-        if start.tzinfo is not None:
-            return start
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    start = datetime.now(timezone.utc).replace(microsecond=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{RUN_START_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"utc": start.isoformat()}) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return start
 VALIDATION_COLUMNS = ("invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs")
 
 
@@ -609,9 +579,8 @@ class ExpectationsObserver:
 
     def validator(self, output_dir: Path, engine: str = "pandas") -> BatchValidator:
         if engine not in self._validators:
-            results = Path(output_dir) / RESULTS_DIR
-            self._validators[engine] = BatchValidator(Path(output_dir) / "data_docs", results, engine=engine,
-                                                      family=self.family, run_start=output_run_start(results))
+            self._validators[engine] = BatchValidator(Path(output_dir) / "data_docs", Path(output_dir) / RESULTS_DIR, engine=engine,
+                                                      family=self.family)
         self._validator = self._validators[engine]
         return self._validator
 

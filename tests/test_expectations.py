@@ -45,21 +45,6 @@ def s1_streams(spark, tmp_path_factory):
     return root
 
 
-def test_data_docs_date_a_batch_by_its_run_and_a_restart_replays_it_to_the_same_page(tmp_path):
-    """The Data Docs dated every run 2000-01-01 (issue 46): a batch's run time is now the output's
-    first validation (read back by a restart, so a replayed batch keeps its page) plus its id in seconds."""
-    from datetime import datetime, timedelta, timezone
-
-    frames = {"partitions": pd.DataFrame([{"partition_key": "t/0", "leader_in_isr": True, "offsets_contiguous": True,
-                                           **{n: False for n in INVARIANT_NAMES}}])}
-    before = datetime.now(timezone.utc).replace(microsecond=0)
-    first = ExpectationsObserver().validator(tmp_path).validate(frames, 3)
-    after = datetime.now(timezone.utc)
-    run_time = datetime.strptime(first[0]["docs"].split("/")[3], "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
-    assert before + timedelta(seconds=3) <= run_time <= after + timedelta(seconds=3), first[0]["docs"]
-    assert ExpectationsObserver().validator(tmp_path).validate(frames, 3) == first  # a restart replaying batch 3
-
-
 def test_each_invariants_expectation_fails_on_exactly_that_invariants_partitions():
     """A partitions frame where row k says only invariant k is broken: GX must fail, for every
     invariant, the expectation carrying that name and blame exactly that row's partition."""
