@@ -30,7 +30,8 @@ import pytest
 from conftest import ROOT, SPARK_HOME, output_rows, replemu
 from processes import kill_job, listening_addresses
 
-WORKLOAD = ["--workload", "hard", "--partitions", "8", "--seed", "1", "--steps-per-batch", "10", "--max-steps", "30",
+# seed 5: under workload generator 2 its 8 partitions break invariants 4 times in 30 steps (seed 1: none)
+WORKLOAD = ["--workload", "hard", "--partitions", "8", "--seed", "5", "--steps-per-batch", "10", "--max-steps", "30",
             "--protocol", "kip320"]
 
 
@@ -54,7 +55,7 @@ def local_output(spark, tmp_path_factory) -> Path:
     from streaming.workload_source import workload_options
 
     root = tmp_path_factory.mktemp("local")
-    workload = workload_options(load_profiles()["hard"], 1, 8, steps_per_batch=10, max_steps=30)
+    workload = workload_options(load_profiles()["hard"], 5, 8, steps_per_batch=10, max_steps=30)
     stats = run_stream(None, root / "out", root / "ck", "kip320", spark=spark, quiet=True, workload=workload,
                        observer=ExpectationsObserver(), shuffle_partitions=2)
     assert len(stats) == 3 and sum(s.violations for s in stats) > 0  # violations and errors are compared too
