@@ -19,7 +19,7 @@ others process it some steps later; a restarted broker processes the current Lea
 (maybe late).  A shadow partition (kip320, stepped without a checker: ``shadow_compactable_offset``) tells the
 generator who leads and who follows; the generated steps are the same for every variant.
 
-``WorkloadGenerator`` is that sequence as an object that stops anywhere and resumes from its bytes
+``WorkloadGenerator`` is that sequence as an object that stops anywhere and resumes from its document
 (``step_bursts`` drives one): the streaming job keeps each partition's generator in the
 partition's state, so the steps are generated where the partition is stepped.
 """
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zlib
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, NoReturn, Sequence
 
@@ -257,7 +256,7 @@ def step_bursts(seed: int, partition: int, profile: Profile) -> Iterator[list[di
 
 class WorkloadGenerator:
     """Partition ``partition``'s step sequence (``step_bursts``) as an object that can stop
-    anywhere and resume from its bytes (``to_bytes`` / ``from_bytes``): the streaming job keeps
+    anywhere and resume from its document (``to_document`` / ``from_document``): the streaming job keeps
     one per partition in that partition's state, so the steps are generated where the partition
     is stepped and nothing is generated twice after a restart.
 
@@ -413,19 +412,6 @@ class WorkloadGenerator:
             raise ValueError(f"a workload generator of version {version!r}; this build resumes version {GENERATOR_VERSION}")
         return WorkloadGenerator(doc["seed"], doc["partition"], None, doc)
 
-    def to_bytes(self) -> bytes:
-        """The generator as bytes (``GENERATOR_LAYOUT``); ``from_bytes`` resumes it exactly."""
-        text = json.dumps(self.to_document(), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        return _MAGIC + zlib.compress(text, 1)
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "WorkloadGenerator":
-        """The generator ``to_bytes`` wrote; ``ValueError`` for bytes of another layout."""
-        data = bytes(data)
-        if data[:len(_MAGIC)] != _MAGIC:
-            raise ValueError(f"not a workload generator of layout {GENERATOR_LAYOUT!r} ({len(data)} bytes starting {data[:4]!r})")
-        return cls.from_document(json.loads(zlib.decompress(data[len(_MAGIC):]).decode("utf-8")))
-
     def _restore(self, doc: dict[str, Any]) -> None:
         g = self
         g.seed, g.partition = doc["seed"], doc["partition"]
@@ -440,13 +426,13 @@ class WorkloadGenerator:
         g.emitted, g.produced, g.started, g.pending = doc["emitted"], doc["produced"], doc["started"], doc["pending"]
 
 
-# ``WorkloadGenerator.to_bytes``: this magic, then zlib-compressed UTF-8 JSON of ``to_document``:
-# version (``GENERATOR_VERSION``), seed, partition, rates (the profile's, ``RATE_KEYS`` order),
-# replicas and config (the header's), next_compaction, late ([replica, due] pairs), emitted,
-# produced, started, pending (steps generated and not handed out) and shadow (the shadow partition:
-# ``emulator.state.state_document`` without the checker's ``oracle`` and ``violated``).
+# The magic of a stored generator (``streaming.state_codec.pack_generator``: this, then its
+# ``to_document`` as LZ4'd JSON): version (``GENERATOR_VERSION``), seed, partition, rates (the
+# profile's, ``RATE_KEYS`` order), replicas and config (the header's), next_compaction, late
+# ([replica, due] pairs), emitted, produced, started, pending (steps generated and not handed out)
+# and shadow (the shadow partition: ``emulator.state.state_document`` without the checker's
+# ``oracle`` and ``violated``).
 GENERATOR_LAYOUT = f"RWG{GENERATOR_VERSION}"
-_MAGIC = GENERATOR_LAYOUT.encode("ascii")
 # Per (replicas, config): a blank shadow replay (what a document is read into: assignment, config,
 # variant) and its checker's document (the shadow is never judged). Bounded.
 _TEMPLATES: dict[str, tuple[Any, dict]] = {}

@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baseline import extract, project_head  # noqa: E402
 from bench_scaleout import TICK, Sampler, attribute, become_subreaper, landed  # noqa: E402
+from bench_stream import noop_apply, noop_tws, tws_conf  # noqa: E402
 
 DEFAULT_OPERATOR = "applyInPandasWithState"
 IO_FLOOR = "applyInPandasWithState-io"  # the floor with the job's state and output sizes (--io-floor)
@@ -177,15 +178,7 @@ def floor_main(args) -> int:
               .load())
     work = Path(args.floor_dir)
     if args.floor_of == DEFAULT_OPERATOR:
-        from pyspark.sql.streaming.state import GroupStateTimeout
-
-        def noop(key, pdfs, state):
-            n = sum(len(pdf) for pdf in pdfs)
-            state.update(((state.get[0] if state.exists else 0) + n,))
-            return iter(())
-
-        out = events.groupBy("topic", "partition").applyInPandasWithState(noop, "n long", "n long", "append",
-                                                                          GroupStateTimeout.NoTimeout)
+        out = noop_apply(events)
     elif args.floor_of == IO_FLOOR:
         # The job's shape without its work: the same state schema holding fixed bytes of the job's
         # sizes, one payload row of a group's size out per group (what the API costs to carry them).
@@ -216,29 +209,9 @@ def floor_main(args) -> int:
                                                                           GroupStateTimeout.NoTimeout)
         out = out.select(out.payload)
     elif args.floor_of == "transformWithState":
-        from pyspark.sql.streaming import StatefulProcessor
-        from pyspark.sql.types import LongType, StructField, StructType
-
-        from streaming.operators import ROCKSDB_CHANGELOG_CONF
-
-        spark.conf.set("spark.sql.streaming.stateStore.providerClass",
-                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-        spark.conf.set(ROCKSDB_CHANGELOG_CONF, "true")  # as the job runs it
-        schema = StructType([StructField("n", LongType())])
-
-        class Noop(StatefulProcessor):
-            def init(self, handle) -> None:
-                self.count = handle.getValueState("n", schema)
-
-            def handleInputRows(self, key, rows, timerValues):
-                n = sum(1 for _ in rows)
-                self.count.update(((self.count.get()[0] if self.count.exists() else 0) + n,))
-                return iter(())
-
-            def close(self) -> None:
-                pass
-
-        out = events.groupBy("topic", "partition").transformWithState(Noop(), schema, "append", "None")
+        for key, value in tws_conf().items():  # a session of its own: set for good
+            spark.conf.set(key, value)
+        out = noop_tws(events)
     else:
         raise SystemExit(f"bench_pace: no floor for operator {args.floor_of!r}")
     with open(work / "progress.jsonl", "w") as f:

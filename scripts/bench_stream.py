@@ -88,9 +88,9 @@ def core_alone(scenarios, protocol: str) -> float:
     return n / (time.perf_counter() - start)
 
 
-def noop_over(events, checkpoint: Path) -> list[dict]:
-    """A no-op ``applyInPandasWithState`` over ``events`` (Spark's floor for that shape): the
-    progress of every micro-batch that read rows."""
+def noop_apply(events):
+    """``events`` through a no-op ``applyInPandasWithState`` (a row count per group in its state):
+    Spark's floor for that shape, as a DataFrame with no rows."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     def noop(key, pdfs, state):
@@ -98,21 +98,15 @@ def noop_over(events, checkpoint: Path) -> list[dict]:
         state.update(((state.get[0] if state.exists else 0) + n,))
         return iter(())
 
-    out = events.groupBy("topic", "partition").applyInPandasWithState(
+    return events.groupBy("topic", "partition").applyInPandasWithState(
         noop, "n long", "n long", "append", GroupStateTimeout.NoTimeout)
-    query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save())
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination()
-    return [p for p in query.recentProgress if p["numInputRows"] > 0]
 
 
-def noop_tws_over(spark, events, checkpoint: Path) -> list[dict]:
-    """A no-op ``transformWithState`` (the Row API) over ``events``: the floor of replemu stream
-    --operator transformWithState, on the state store and settings that operator runs with."""
+def noop_tws(events):
+    """``events`` through a no-op ``transformWithState`` (the Row API; a row count per group in a
+    ``ValueState``): the floor of replemu stream --operator transformWithState. Runs on the settings
+    ``tws_conf`` gives."""
     from pyspark.sql.streaming import StatefulProcessor
-
-    from streaming.job import STATE_STORE_CONF, STATE_STORES
-    from streaming.operators import operator_named
 
     class Count(StatefulProcessor):
         def init(self, handle) -> None:
@@ -126,12 +120,36 @@ def noop_tws_over(spark, events, checkpoint: Path) -> list[dict]:
         def close(self) -> None:
             pass
 
-    conf = {STATE_STORE_CONF: STATE_STORES["rocksdb"], **dict(operator_named("transformWithState").query_conf)}
+    return events.groupBy("topic", "partition").transformWithState(Count(), "n long", "Append", "None")
+
+
+def tws_conf() -> dict[str, str]:
+    """The state store and settings ``replemu stream --operator transformWithState`` runs with."""
+    from streaming.job import STATE_STORE_CONF, STATE_STORES
+    from streaming.operators import operator_named
+
+    return {STATE_STORE_CONF: STATE_STORES["rocksdb"], **dict(operator_named("transformWithState").query_conf)}
+
+
+def noop_over(events, checkpoint: Path) -> list[dict]:
+    """A no-op ``applyInPandasWithState`` over ``events`` (Spark's floor for that shape): the
+    progress of every micro-batch that read rows."""
+    out = noop_apply(events)
+    query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save())
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    return [p for p in query.recentProgress if p["numInputRows"] > 0]
+
+
+def noop_tws_over(spark, events, checkpoint: Path) -> list[dict]:
+    """A no-op ``transformWithState`` (the Row API) over ``events``: the floor of replemu stream
+    --operator transformWithState, on the state store and settings that operator runs with."""
+    conf = tws_conf()
     previous = {k: spark.conf.get(k, None) for k in conf}
     try:
         for k, v in conf.items():
             spark.conf.set(k, v)
-        out = events.groupBy("topic", "partition").transformWithState(Count(), "n long", "Append", "None")
+        out = noop_tws(events)
         query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save())
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     finally:
