@@ -27,11 +27,27 @@ the state operator, last batch; and the bytes of a state row's binary fields, re
 own rate is the same steps stepped by ``emulator.run.Replay`` alone (process CPU time).
 
 ``--pace 20,200,1000`` also runs the stream at each of those steps per batch (``--pace-batches``
-micro-batches each) and prints its marginal steps per CPU second against the core's.
+micro-batches each, ``--pace-partitions`` partitions) and prints, for each, its steps per CPU second
+and, from the second on, its marginal rate against the previous one: the steps a batch gains over
+the CPU a batch gains, so what every micro-batch costs anyway (Spark's scheduling, the commit, the
+validation's fixed jobs) is left out, and what one more step costs is left.
+
+``--decompose`` runs the job stage by stage, each a process of its own over the same workload source
+(``--partitions`` x ``--steps-per-batch``), and prints where a micro-batch's CPU goes (by process
+role) and its p50, each stage adding one part of ``replemu stream`` to the one before:
+
+  no-op         the floor (above)
+  state-only    the no-op carrying a state row of the job's size (its ~4 KB), no payload out:
+                the bound of a design whose state function writes its rows itself
+  io            the no-op carrying the job's state and a payload of its size out per group
+  step          the job's state function (``streaming.pipeline.payloads``), payloads to a no-op sink
+  rows          + the payloads unpacked into ``OUTPUT_SCHEMA`` rows (``payloads_to_rows``), no-op sink
+  writes        + ``streaming.sink.ParquetSink`` (rows cached, counted, each kind written, committed)
+  stream        + the GX suites on every batch (``expectations.suites.ExpectationsObserver``): the job
 
     nice -n 10 python scripts/bench_pace.py [--partitions 1000] [--steps-per-batch 20] [--batches 30]
         [--baseline 896fc71 --compiled --runs 1] [--operators applyInPandasWithState,transformWithState]
-        [--pace 20,200,1000] [--master 'local[2]']
+        [--pace 20,200,1000] [--decompose] [--master 'local[2]']
 """
 
 from __future__ import annotations
@@ -45,7 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +74,15 @@ from bench_stream import noop_apply, noop_tws, tws_conf  # noqa: E402
 
 DEFAULT_OPERATOR = "applyInPandasWithState"
 IO_FLOOR = "applyInPandasWithState-io"  # the floor with the job's state and output sizes (--io-floor)
+STATE_FLOOR = "applyInPandasWithState-state"  # the floor with the job's state size, no payload out
+# --decompose: (label, the floor_main stage), each adding one part of the job to the one before
+STAGES = (("no-op applyInPandasWithState (the floor)", DEFAULT_OPERATOR),
+          ("+ a state row of the job's size (no output)", STATE_FLOOR),
+          ("+ a payload of the job's size out per group", IO_FLOOR),
+          ("the job's state function, payloads to a no-op sink", "step"),
+          ("+ the payloads unpacked into rows", "rows"),
+          ("+ ParquetSink: rows cached, each kind written", "writes"),
+          ("+ the GX suites on every batch (the job)", "stream"))
 
 
 @dataclass
@@ -69,6 +94,12 @@ class Run:
     steps_after_first: int  # steps applied after the first micro-batch
     state_memory_per_partition: float | None  # bytes, Spark's memoryUsedBytes / numRowsTotal (last batch)
     checkpoint: Path
+    roles: dict[str, float] = field(default_factory=dict)  # CPU seconds of the whole run per process role
+
+    @property
+    def cpu_per_batch(self) -> float:
+        """CPU seconds of every process per micro-batch after the first."""
+        return self.cpu_after_first_s / (len(self.batch_s) - 1) if len(self.batch_s) > 1 else float("nan")
 
     @property
     def p50(self) -> float:
@@ -126,7 +157,7 @@ def sampled_run(label: str, cmd: list[str], cwd: Path, env: dict[str, str], work
     # CPU when the first micro-batch had landed: the sample that first saw one line of progress
     first = sampler.cpu_at_batch.get(1, total)
     return Run(label, [r["durationMs"]["triggerExecution"] / 1000 for r in rows], total, max(0.0, total - first),
-               steps_per_batch * partitions * max(0, len(rows) - 1), state, work / label / "ck")
+               steps_per_batch * partitions * max(0, len(rows) - 1), state, work / label / "ck", cpu)
 
 
 def stream_run(label: str, tree: Path, work: Path, args, steps_per_batch: int, batches: int, operator: str | None,
@@ -144,13 +175,14 @@ def stream_run(label: str, tree: Path, work: Path, args, steps_per_batch: int, b
 
 
 def floor_run(label: str, work: Path, args, operator: str, batches: int) -> Run:
+    """``operator``'s no-op over the workload source, or one stage of ``--decompose`` (``STAGES``)."""
     shutil.rmtree(work / label, ignore_errors=True)
     (work / label).mkdir(parents=True)
     progress = work / label / "progress.jsonl"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--floor-of", operator, "--partitions", str(args.partitions),
            "--seed", str(args.seed), "--steps-per-batch", str(args.steps_per_batch), "--batches", str(batches),
            "--master", args.master, "--floor-dir", str(work / label)]
-    print(f"  [{label}] no-op {operator} over the same source", flush=True)
+    print(f"  [{label}] {operator} over the same source", flush=True)
     return sampled_run(label, cmd, ROOT, _env(ROOT, False), work, progress, args.steps_per_batch, args.partitions, args.interval)
 
 
@@ -177,11 +209,14 @@ def floor_main(args) -> int:
     events = (spark.readStream.format("replemu_workload").options(**{k: str(v) for k, v in options.items() if v is not None})
               .load())
     work = Path(args.floor_dir)
+    sink = None  # foreachBatch: a no-op write unless a stage says otherwise
+    query = None
     if args.floor_of == DEFAULT_OPERATOR:
         out = noop_apply(events)
-    elif args.floor_of == IO_FLOOR:
+    elif args.floor_of in (IO_FLOOR, STATE_FLOOR):
         # The job's shape without its work: the same state schema holding fixed bytes of the job's
-        # sizes, one payload row of a group's size out per group (what the API costs to carry them).
+        # sizes, and (IO_FLOOR) one payload row of a group's size out per group: what the API costs
+        # to carry them.
         from pyspark.sql.streaming.state import GroupStateTimeout
 
         from streaming.pipeline import output_frame
@@ -189,7 +224,7 @@ def floor_main(args) -> int:
         from streaming.state_codec import empty_state, to_tuple
 
         state_row = to_tuple({**empty_state(args.protocol), "core": b"c" * 3500, "generator": b"g" * 700})
-        payload = b"p" * 12_000
+        payload = b"p" * 12_000 if args.floor_of == IO_FLOOR else b""
 
         class Rows:
             def payload(self) -> bytes:
@@ -212,11 +247,37 @@ def floor_main(args) -> int:
         for key, value in tws_conf().items():  # a session of its own: set for good
             spark.conf.set(key, value)
         out = noop_tws(events)
+    elif args.floor_of in ("step", "rows"):
+        # The job's own state function, its payloads to a no-op sink ("rows": unpacked first).
+        from pyspark.sql.functions import lit
+
+        from streaming.pipeline import payloads, replicate
+        from streaming.processor import WORKLOAD_COMPACT_MIN_RECORDS
+        from streaming.schemas import CORRUPT_COLUMN, REASON_COLUMN
+
+        no_corrupt = lit(None).cast("string")
+        events = events.withColumn(CORRUPT_COLUMN, no_corrupt).withColumn(REASON_COLUMN, no_corrupt)
+        out = (payloads if args.floor_of == "step" else replicate)(events, args.protocol, None, None,
+                                                                    WORKLOAD_COMPACT_MIN_RECORDS)
+    elif args.floor_of in ("writes", "stream"):
+        # The job as replemu stream starts it (streaming.job.start_stream), without ("writes") or
+        # with ("stream") the GX suites: the same sink, compaction and checkpoint.
+        from streaming.job import start_stream
+
+        observer = None
+        if args.floor_of == "stream":
+            from expectations.suites import ExpectationsObserver
+
+            observer = ExpectationsObserver(family="partition")
+        workload = {k: v for k, v in options.items() if v is not None}
+        query, _ = start_stream(spark, "", work / "out", work / "ck", args.protocol, workload=workload, observer=observer)
     else:
         raise SystemExit(f"bench_pace: no floor for operator {args.floor_of!r}")
     with open(work / "progress.jsonl", "w") as f:
-        query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save())
-                 .option("checkpointLocation", str(work / "ck")).trigger(availableNow=True).start())
+        if query is None:
+            sink = sink or (lambda df, _id: df.write.format("noop").mode("overwrite").save())
+            query = (out.writeStream.foreachBatch(sink).option("checkpointLocation", str(work / "ck"))
+                     .trigger(availableNow=True).start())
         seen = 0
         while query.isActive or seen < len(query.recentProgress):
             for p in query.recentProgress[seen:]:
@@ -312,6 +373,26 @@ HEADER = (f"  {'':44} {'p50 s':>8} {'floor/x':>8} {'late/ea':>8} {'KiB mem':>9} 
           f"{'steps/CPUs':>10} {'of core':>7}")
 
 
+def decompose(work: Path, args, core: float) -> None:
+    """Run ``STAGES`` one after another and table each: p50, the floor's p50 / its p50, CPU per batch
+    after the first, what it adds to the stage before, and the CPU by process role per batch."""
+    runs = [(label, floor_run(f"stage-{stage}", work, args, stage, args.batches)) for label, stage in STAGES]
+    floor = runs[0][1]
+    steps = args.partitions * args.steps_per_batch
+    print(f"\nwhere a micro-batch goes, {args.partitions:,} partitions x {args.steps_per_batch} steps, {args.batches} "
+          f"micro-batches (CPU: every process, per batch after the first; roles: shares of the whole run's CPU)")
+    print(f"  {'':50} {'p50 s':>7} {'floor/x':>8} {'CPU s':>7} {'+CPU s':>7} {'steps/CPUs':>10}  roles")
+    before = None
+    for label, r in runs:
+        total = sum(r.roles.values()) or float("nan")
+        roles = ", ".join(f"{role} {seconds / total:.0%}" for role, seconds in r.roles.items() if seconds / total >= 0.005)
+        added = r.cpu_per_batch - before if before is not None else float("nan")
+        print(f"  {label:50} {r.p50:7.2f} {floor.p50 / r.p50:8.2f} {r.cpu_per_batch:7.2f} {added:7.2f} "
+              f"{steps / r.cpu_per_batch:10,.0f}  {roles}", flush=True)
+        before = r.cpu_per_batch
+    print(f"  (the core alone: {steps / core:.2f} CPU s for a batch's {steps:,} steps)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=1000)
@@ -328,6 +409,8 @@ def main() -> int:
     ap.add_argument("--pace", default="", help="steps per batch to run the stream at (e.g. 20,200,1000)")
     ap.add_argument("--pace-batches", type=int, default=6)
     ap.add_argument("--pace-partitions", type=int, help="partitions of the --pace runs (default: --partitions)")
+    ap.add_argument("--decompose", action="store_true", help="also run the job stage by stage (STAGES) and table "
+                    "where a micro-batch's CPU goes")
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--work", help="keep the runs here (default: a temporary directory, removed)")
     ap.add_argument("--floor-of", help=argparse.SUPPRESS)
@@ -392,10 +475,21 @@ def main() -> int:
                     cpu = statistics.median(r.cpu_after_first_s for r in runs) / statistics.median(r.cpu_after_first_s for r in ref)
                     print(f"  {label} / {args.baseline}: micro-batch p50 x{ratio:.2f} (target <= 0.5), CPU after batch 1 x{cpu:.2f}")
         pace = argparse.Namespace(**{**vars(args), "partitions": args.pace_partitions or args.partitions})
+        previous: tuple[int, Run] | None = None
         for k in [int(x) for x in args.pace.split(",") if x]:
             r = stream_run(f"pace-{k}", ROOT, work, pace, k, args.pace_batches, None, False)
-            print(f"  pace at {k:,} steps a batch ({pace.partitions:,} partitions): p50 {r.p50:.2f} s, {r.steps_per_cpu_s:,.0f} steps per CPU second after batch 1 "
-                  f"= {r.steps_per_cpu_s / core:.1%} of the core's {core:,.0f}", flush=True)
+            line = (f"  pace at {k:,} steps a batch ({pace.partitions:,} partitions): p50 {r.p50:.2f} s, {r.cpu_per_batch:.2f} CPU s a "
+                    f"batch, {r.steps_per_cpu_s:,.0f} steps per CPU second after batch 1 = {r.steps_per_cpu_s / core:.1%} of the core's "
+                    f"{core:,.0f}")
+            if previous is not None:
+                k0, r0 = previous
+                marginal = pace.partitions * (k - k0) / (r.cpu_per_batch - r0.cpu_per_batch)
+                line += (f"; marginal from {k0:,}: {marginal:,.0f} steps per CPU second = {marginal / core:.1%} of the core's"
+                         + (" (target >= 10%)" if k == 200 else ""))
+            print(line, flush=True)
+            previous = (k, r)
+        if args.decompose:
+            decompose(work, args, core)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
