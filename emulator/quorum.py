@@ -64,6 +64,8 @@ from .quorum_steps import (
     QuorumStep,
     RemoveVoter,
     Resign,
+    Shutdown,
+    ShutdownTimeout,
 )
 from .quorum_variants import KRAFT853, QuorumVariant
 from .scenario import StepRefused
@@ -134,6 +136,10 @@ class Quorum:
                 self._resign_epoch(s, step.epoch)
         elif isinstance(step, CheckQuorum):
             self._check_quorum(self._server(step.server, alive=True))
+        elif isinstance(step, Shutdown):
+            self._begin_shutdown(self._server(step.server, alive=True))
+        elif isinstance(step, ShutdownTimeout):
+            self._shutdown_timeout(self._server(step.server, alive=True))
         elif isinstance(step, Append):
             self._append(self._admin_target(step.server), step.value)
         elif isinstance(step, AddVoter):
@@ -148,17 +154,49 @@ class Quorum:
             self._lose_disk(self._server(step.server, alive=False))
         else:  # pragma: no cover - the step union is closed
             raise StepRefused(f"unknown quorum step {step!r}")
-        self._poll_leaders()
+        self._poll()
         self.pending = None
         return self._out
 
-    def _poll_leaders(self) -> None:
-        """``pollLeader`` (3.9.0): a leader whose resignation was requested (``LeaderState.requestResign``,
-        by ``RemoveVoterHandler.highWatermarkUpdated`` once its own removal committed) resigns at its next
-        poll, after the message that moved its HW was answered."""
+    def _poll(self) -> None:
+        """Each server's poll at the end of a step (3.9.0 ``KafkaRaftClient.poll``), in id order: a server
+        shutting down completes its shutdown first when it can (``maybeCompleteShutdown``: it is an
+        observer, the only voter, or follows another leader) and stops; else a leader resigns when it is
+        shutting down or its resignation was requested (``pollLeader``: ``shutdown.get() != null ||
+        state.isResignRequested()``; ``LeaderState.requestResign`` by ``resign(epoch)`` or by
+        ``RemoveVoterHandler.highWatermarkUpdated`` once its own removal committed), after the message
+        that moved its HW was answered."""
         for _, s in sorted(self.servers.items()):
-            if s.role is QuorumRole.LEADER and s.leader_state is not None and s.leader_state.resign_requested:
+            if s.shutting_down and s.alive and self._may_complete_shutdown(s):
+                self._event("ShutdownCompleted", server=s.id, role=s.role.value, epoch=s.epoch)
+                self._stop(s, CrashMode.PROCESS)
+            elif s.role is QuorumRole.LEADER and s.leader_state is not None and (
+                    s.shutting_down or s.leader_state.resign_requested):
                 self._resign(s)
+
+    @staticmethod
+    def _may_complete_shutdown(s: Server) -> bool:
+        """3.9.0 ``maybeCompleteShutdown``: ``quorum.isObserver() || quorum.isOnlyVoter() ||
+        quorum.hasRemoteLeader()``."""
+        voters = s.last_voters()[1]
+        only_voter = len(voters) == 1 and is_voter_key(voters, s.key)
+        return not s.is_voter() or only_voter or (s.leader is not None and s.leader != s.id)
+
+    def _begin_shutdown(self, s: Server) -> None:
+        """``KafkaRaftClient.shutdown(timeoutMs)``: the GracefulShutdown is set; the poll at the end of
+        this step completes it or makes a leader resign (``_poll``)."""
+        if s.shutting_down:
+            raise StepRefused(f"server {s.id} is already shutting down")
+        s.shutting_down = True
+        self._event("ShutdownBegan", server=s.id, role=s.role.value, epoch=s.epoch)
+
+    def _shutdown_timeout(self, s: Server) -> None:
+        """The GracefulShutdown's timer expires (``maybeCompleteShutdown``: ``hasTimedOut`` ->
+        ``failWithTimeout``): the shutdown future fails with TimeoutException and the client stops."""
+        if not s.shutting_down:
+            raise StepRefused(f"server {s.id} is not shutting down: it has no shutdown timer")
+        self._error(s, "shutdown", "TimeoutException", detail="the graceful shutdown timed out")
+        self._stop(s, CrashMode.PROCESS)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -339,6 +377,10 @@ class Quorum:
         makes it look for the leader) and a leader has no election timeout: both refused."""
         if s.role is QuorumRole.LEADER:
             raise StepRefused(f"server {s.id} is the leader of epoch {s.epoch}: no election timeout")
+        if s.shutting_down:
+            # 3.9.0 pollResigned / pollCandidate / pollUnattachedAsVoter: a server shutting down stays where it is
+            # until a leader is elected or the shutdown times out (a candidate keeps its election going)
+            raise StepRefused(f"server {s.id} is shutting down: it waits for a leader, no election timeout")
         if s.role is QuorumRole.RESIGNED and not s.is_voter():
             # pollResigned (3.9.0): an old leader no longer in the voter set goes unattached in epoch + 1,
             # so that no fetch response names it leader of its old epoch.
@@ -402,9 +444,10 @@ class Quorum:
         offset, voters = s.last_voters()
         if self.variant.dynamic_voters and offset == -1:
             self._append_records(s, [QuorumRecord(s.epoch, "bootstrap", ControlType.VOTERS, voters)])
-        for key in voters:
-            if key[0] != s.id and key[0] in self.servers:
-                self._send_request(s, key[0], BeginQuorumEpochRequest(s.epoch, s.id, key))
+        if not s.shutting_down:  # BeginQuorumEpoch is sent by pollLeader, which resigns at once when shutting down
+            for key in voters:
+                if key[0] != s.id and key[0] in self.servers:
+                    self._send_request(s, key[0], BeginQuorumEpochRequest(s.epoch, s.id, key))
         self._update_leader_end_offset(s)
 
     def _resign(self, s: Server) -> None:
@@ -613,6 +656,8 @@ class Quorum:
             raise StepRefused(f"server {s.id} is the leader: it does not fetch")
         if s.role in (QuorumRole.CANDIDATE, QuorumRole.PROSPECTIVE):
             raise StepRefused(f"server {s.id} is {s.role.value}: it does not fetch")
+        if s.shutting_down:
+            raise StepRefused(f"server {s.id} is shutting down: it does not fetch (pollUnattachedAsVoter, pollResigned)")
         # without the leader's endpoints (an unattached server that knows only its id) Kafka fetches from
         # the bootstrap servers (pollUnattachedCommon): name one with `to`
         target = to if to is not None else (s.leader if self._knows_leader_endpoints(s) else None)
@@ -838,6 +883,7 @@ class Quorum:
         s.leader_state = None
         s.role = QuorumRole.STOPPED
         s.expected = {}
+        s.shutting_down = False
         if mode is CrashMode.POWER:
             self._truncate(s, s.flushed)
         for link in sorted(self.in_flight):

@@ -70,6 +70,8 @@ from .quorum_steps import (
     QuorumStep,
     RemoveVoter,
     Resign,
+    Shutdown,
+    ShutdownTimeout,
 )
 from .quorum_variants import QuorumVariant
 from .scenario import StepRefused
@@ -85,16 +87,17 @@ CODE_OF_KIND: dict[QuorumStepKind, str] = {
     QuorumStepKind.DROP: "D", QuorumStepKind.ELECTION_TIMEOUT: "E", QuorumStepKind.FETCH: "F",
     QuorumStepKind.RESIGN: "G", QuorumStepKind.ADD_VOTER: "J", QuorumStepKind.REMOVE_VOTER: "K",
     QuorumStepKind.LOSE_DISK: "L", QuorumStepKind.RESTART: "R", QuorumStepKind.DELIVER: "X",
-    QuorumStepKind.CHECK_QUORUM: "Q",
+    QuorumStepKind.CHECK_QUORUM: "Q", QuorumStepKind.SHUTDOWN: "S", QuorumStepKind.SHUTDOWN_TIMEOUT: "T",
 }
 KIND_OF_CODE: dict[str, QuorumStepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
 assert set(CODE_OF_KIND) == set(QUORUM_STEP_TABLE) and len(KIND_OF_CODE) == len(QUORUM_STEP_TABLE), \
     "one distinct code letter per quorum step kind"
 
-# Searched when --steps is not given: everything but the graceful resignation and the check-quorum
-# resignation (opt-in: no claim here needs them).
-DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(
-    k for k in QUORUM_STEP_TABLE if k not in (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM))
+# Searched when --steps is not given: everything but the graceful resignation, the check-quorum
+# resignation and the graceful shutdown (opt-in: no claim here needs them).
+OPT_IN_KINDS: tuple[QuorumStepKind, ...] = (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM, QuorumStepKind.SHUTDOWN,
+                                            QuorumStepKind.SHUTDOWN_TIMEOUT)
+DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(k for k in QUORUM_STEP_TABLE if k not in OPT_IN_KINDS)
 
 # The claim of KIP-996 as a property the search judges (with ``QuorumSpace.returning``).
 STABLE_LEADER = "StableLeaderNotDisrupted"
@@ -284,7 +287,7 @@ def _server(s: Server, fetched: bool = False) -> tuple:
             tuple([_record(r) for r in s.log]), s.flushed, s.hw, s.cache.as_tuple(), (f.epoch, f.voted_key, f.leader),
             tuple(sorted(s.votes_granted)) if campaign else (), tuple(sorted(s.votes_rejected)) if campaign else (),
             s.election_voters if campaign else (), s.has_fetched_from_leader, leader, tuple(sorted(s.expected)),
-            s.leader_endpoints)
+            s.leader_endpoints, s.shutting_down)
 
 
 def canonical(node: Node, fetched: bool = False) -> tuple:
@@ -344,7 +347,7 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
     q = Quorum(space.voters, space.observers, space.variant)
     q.pending = None  # a restored state is past its first step
     for (sid, directory_id, bootstrap, role, epoch, voted, leader, log, flushed, hw, cache, state_file, granted, rejected,
-         election_voters, fetched, ls, expected, endpoints) in servers_t:
+         election_voters, fetched, ls, expected, endpoints, shutting_down) in servers_t:
         leader_state = None
         if ls is not None:
             ls_epoch, start, high_watermark, replicas, pending, fetched_voters = ls
@@ -356,7 +359,8 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
                                 [_record_of(r) for r in log], flushed, hw, LeaderEpochCache("v2", cache),
                                 ElectionState(state_file[0], state_file[1], state_file[2]), set(granted), set(rejected),
                                 election_voters, False, fetched, leader_state,
-                                {dest: i + 1 for i, dest in enumerate(expected)}, len(expected), endpoints)
+                                {dest: i + 1 for i, dest in enumerate(expected)}, len(expected), endpoints,
+                                shutting_down)
     q.in_flight = {}
     for link, msgs in links:
         restored: deque[Message] = deque()
@@ -380,7 +384,7 @@ def _clone_server(s: Server) -> Server:
     return Server(s.id, s.directory_id, s.bootstrap_voters, s.role, s.epoch, s.voted_key, s.leader, list(s.log), s.flushed,
                   s.hw, s.cache.copy(), s.state_file, set(s.votes_granted), set(s.votes_rejected), s.election_voters,
                   s.backing_off, s.has_fetched_from_leader, leader_state, dict(s.expected), s.next_correlation,
-                  s.leader_endpoints)
+                  s.leader_endpoints, s.shutting_down)
 
 
 def clone(space: QuorumSpace, node: Node) -> Node:
@@ -494,6 +498,10 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
         codes += [f"G{lid}" for lid in leaders]
     if space.has(QuorumStepKind.CHECK_QUORUM):
         codes += [f"Q{lid}" for lid in leaders]
+    if space.has(QuorumStepKind.SHUTDOWN):
+        codes += [f"S{sid}" for sid in alive if not servers[sid].shutting_down]
+    if space.has(QuorumStepKind.SHUTDOWN_TIMEOUT):
+        codes += [f"T{sid}" for sid in alive if servers[sid].shutting_down]
     if c.reconfigs < b.reconfigs:
         for lid in leaders:
             voters = servers[lid].voter_ids()
@@ -575,6 +583,16 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
             for v in voters:
                 if v != leader and v in node.q.servers:
                     _exchange(node, taken, leader, v)
+    elif kind is QuorumStepKind.SHUTDOWN:  # a leader's resignation: EndQuorumEpoch to every voter, answered
+        sid = int(code[1])
+        voters = node.q.servers[sid].voter_ids()
+        _apply(node, taken, Shutdown(sid))
+        if node.q.servers[sid].role is QuorumRole.RESIGNED:
+            for v in voters:
+                if v != sid and v in node.q.servers:
+                    _exchange(node, taken, sid, v)
+    elif kind is QuorumStepKind.SHUTDOWN_TIMEOUT:
+        _apply(node, taken, ShutdownTimeout(int(code[1])))
     elif kind in (QuorumStepKind.ADD_VOTER, QuorumStepKind.REMOVE_VOTER):
         leader, voter = int(code[1]), int(code[2])
         step: QuorumStep = AddVoter(voter, leader) if kind is QuorumStepKind.ADD_VOTER else RemoveVoter(voter, leader)

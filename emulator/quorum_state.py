@@ -239,6 +239,8 @@ class Server:
     expected: dict[int, int] = field(default_factory=dict)
     next_correlation: int = 0  # NetworkChannel.newCorrelationId
     leader_endpoints: bool = False  # EpochState.leaderEndpoints() not empty (a follower's; an unattached's never)
+    # KafkaRaftClient.shutdown(timeoutMs) was called (its GracefulShutdown is set and not finished)
+    shutting_down: bool = False
 
     @property
     def alive(self) -> bool:

@@ -63,6 +63,8 @@ class QuorumStepKind(str, Enum):
     RESTART = "restart"
     LOSE_DISK = "lose_disk"
     CHECK_QUORUM = "check_quorum"
+    SHUTDOWN = "shutdown"
+    SHUTDOWN_TIMEOUT = "shutdown_timeout"
 
     def __str__(self) -> str:
         return self.value
