@@ -43,6 +43,8 @@ from .quorum_state import (
     ReplicaState,
     Server,
     Truncated,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
     VoteRequest,
     VoteResponse,
     VotersAppended,
@@ -53,6 +55,7 @@ from .quorum_steps import (
     AddVoter,
     Append,
     BeginQuorumEpoch,
+    ChangeListeners,
     CheckQuorum,
     Deliver,
     Drop,
@@ -66,6 +69,7 @@ from .quorum_steps import (
     Resign,
     Shutdown,
     ShutdownTimeout,
+    UpdateVoter,
 )
 from .quorum_variants import KRAFT853, QuorumVariant
 from .scenario import StepRefused
@@ -140,6 +144,10 @@ class Quorum:
             self._begin_shutdown(self._server(step.server, alive=True))
         elif isinstance(step, ShutdownTimeout):
             self._shutdown_timeout(self._server(step.server, alive=True))
+        elif isinstance(step, UpdateVoter):
+            self._update_voter_period(self._server(step.server, alive=True))
+        elif isinstance(step, ChangeListeners):
+            self._change_listeners(self._server(step.server, alive=False))
         elif isinstance(step, Append):
             self._append(self._admin_target(step.server), step.value)
         elif isinstance(step, AddVoter):
@@ -247,8 +255,9 @@ class Quorum:
         """The answer, with the request's correlation id; a response naming a leader carries its endpoints
         when this server knows them (``quorum.leaderEndpoints()``: empty for an unattached server)."""
         answer: Any = response  # every response kind has ``endpoints`` (the union's type does not say so)
-        self._send(s.id, destination, replace(answer, correlation_id=request.correlation_id,
-                                              endpoints=self._knows_leader_endpoints(s)))
+        # an UpdateRaftVoter answer's endpoints are never read (3.9.0 handleUpdateVoterResponse: see UpdateVoterResponse)
+        endpoints = False if isinstance(response, UpdateVoterResponse) else self._knows_leader_endpoints(s)
+        self._send(s.id, destination, replace(answer, correlation_id=request.correlation_id, endpoints=endpoints))
 
     @staticmethod
     def _knows_leader_endpoints(s: Server) -> bool:
@@ -274,6 +283,8 @@ class Quorum:
             self._respond(receiver, source, message, self._handle_end_quorum_epoch_request(receiver, message))
         elif isinstance(message, FetchRequest):
             self._respond(receiver, source, message, self._handle_fetch_request(receiver, message))
+        elif isinstance(message, UpdateVoterRequest):
+            self._respond(receiver, source, message, self._handle_update_voter_request(receiver, message))
         elif receiver.expected.get(source) != message.correlation_id:
             # handleInboundMessage (3.9.0): a response is handled only if it answers the request now
             # expected from that node (RequestManager.isResponseExpected); any other is ignored.
@@ -286,6 +297,10 @@ class Quorum:
                 self._handle_epoch_response(receiver, sender, message)
             elif isinstance(message, FetchResponse):
                 self._handle_fetch_response(receiver, message)
+            elif isinstance(message, UpdateVoterResponse):
+                # 3.9.0 handleUpdateVoterResponse: maybeHandleCommonResponse, nothing else
+                self._maybe_handle_common_response(receiver, message.error, message.leader_id, message.leader_epoch,
+                                                   message.endpoints)
 
     # -- transitions (QuorumState) ----------------------------------------------------------------
 
@@ -442,8 +457,12 @@ class Quorum:
         self._out.effects.append(BecameLeader(s.id, s.epoch))
         self._append_records(s, [QuorumRecord(s.epoch, f"leader={s.id}", ControlType.LEADER_CHANGE)])
         offset, voters = s.last_voters()
-        if self.variant.dynamic_voters and offset == -1:
-            self._append_records(s, [QuorumRecord(s.epoch, "bootstrap", ControlType.VOTERS, voters)])
+        if self.variant.dynamic_voters and (offset == -1 or s.voter_node_needs_update()):
+            # appendStartOfEpochControlRecords: the voter set with the leader's own node as configured, when the
+            # log has none yet or the leader's listeners differ (VoterSet.updateVoter(localVoterNode))
+            value = "bootstrap" if offset == -1 else f"update_voter={s.id}"
+            self._append_records(s, [QuorumRecord(s.epoch, value, ControlType.VOTERS, voters,
+                                                  self._endpoints(s, voters, {s.id: s.listeners}))])
         if not s.shutting_down:  # BeginQuorumEpoch is sent by pollLeader, which resigns at once when shutting down
             for key in voters:
                 if key[0] != s.id and key[0] in self.servers:
@@ -858,7 +877,9 @@ class Quorum:
         ls = s.leader_state
         assert ls is not None
         at = s.leo
-        self._append_records(s, [QuorumRecord(s.epoch, f"{operation}={voter[0]}", ControlType.VOTERS, voters)])
+        listeners = {voter[0]: self.servers[voter[0]].listeners} if operation == "add_voter" else {}
+        self._append_records(s, [QuorumRecord(s.epoch, f"{operation}={voter[0]}", ControlType.VOTERS, voters,
+                                              self._endpoints(s, voters, listeners))])
         ls.pending = PendingVoterChange(operation, voter, at)
         self._out.effects.append(VotersAppended(s.id, at, previous))
         self._event("VotersAppended", server=s.id, offset=at, voters=[k[0] for k in voters])
@@ -874,6 +895,74 @@ class Quorum:
         self._event("VoterChangeCompleted", server=s.id, operation=pending.operation, voter=pending.voter[0], error=NONE)
         if not s.is_voter():
             ls.resign_requested = True  # RemoveVoterHandler.highWatermarkUpdated -> requestResign (pollLeader)
+
+    @staticmethod
+    def _endpoints(s: Server, voters: tuple[ReplicaKey, ...], changed: dict[int, int]) -> tuple[int, ...]:
+        """A new VotersRecord's endpoints: each voter's listeners as ``s``'s last voter set holds them (an added
+        voter's and an updated one's from ``changed``); () when all are the first (1)."""
+        out = tuple(changed.get(k[0], s.voter_listeners(k[0]) or 1) for k in voters)
+        return () if all(x == 1 for x in out) else out
+
+    # -- UpdateRaftVoter (KIP-853) --------------------------------------------------------------------
+
+    def _update_voter_period(self, s: Server) -> None:
+        """3.9.0 ``pollFollowerAsVoter``: the update-voter period expired -- UpdateRaftVoter to the leader when
+        ``lastKraftVersion().isReconfigSupported()`` and ``voterNodeNeedsUpdate(localVoterNode)``, else a
+        Fetch (``maybeSendFetchOrFetchSnapshot``); ``resetUpdateVoterPeriod`` either way."""
+        if s.role is not QuorumRole.FOLLOWER or not s.is_voter() or s.shutting_down or s.leader is None:
+            raise StepRefused(f"server {s.id} is not a follower voter: it has no update-voter period "
+                              f"({s.role.value}{', shutting down' if s.shutting_down else ''}"
+                              f"{'' if s.is_voter() else ', an observer'})")
+        if self.variant.dynamic_voters and s.voter_node_needs_update():
+            self._send_request(s, s.leader, UpdateVoterRequest(s.key, s.epoch, s.listeners))
+        else:
+            self._send_fetch(s, None, None)
+
+    def _handle_update_voter_request(self, s: Server, r: UpdateVoterRequest) -> UpdateVoterResponse:
+        """3.9.0 ``handleUpdateVoterRequest`` (``validateLeaderOnlyRequest``: FENCED_LEADER_EPOCH older,
+        UNKNOWN_LEADER_EPOCH newer, NOT_LEADER_OR_FOLLOWER not leader, BROKER_NOT_AVAILABLE shutting down)
+        then ``UpdateVoterHandler.handleUpdateVoterRequest``, in its order: a pending AddRaftVoter /
+        RemoveRaftVoter or no high watermark yet -> REQUEST_TIMED_OUT; kraft.version 0 ->
+        UNSUPPORTED_VERSION; the last voter set not committed -> REQUEST_TIMED_OUT; the key not a voter ->
+        VOTER_NOT_FOUND; else a VotersRecord with the voter's listeners, answered NONE at once (not
+        waiting for the commit, and with no pending change)."""
+        ls = s.leader_state
+        offset, voters = s.last_voters()
+        if r.current_leader_epoch < s.epoch:
+            code = "FENCED_LEADER_EPOCH"
+        elif r.current_leader_epoch > s.epoch:
+            code = "UNKNOWN_LEADER_EPOCH"
+        elif s.role is not QuorumRole.LEADER or ls is None:
+            code = "NOT_LEADER_OR_FOLLOWER"
+        elif s.shutting_down:  # pragma: no cover - a leader shutting down resigns at the end of the step
+            code = "BROKER_NOT_AVAILABLE"
+        elif ls.pending is not None or ls.high_watermark is None:
+            code = "REQUEST_TIMED_OUT"
+        elif not self.variant.dynamic_voters:
+            code = "UNSUPPORTED_VERSION"
+        elif offset >= ls.high_watermark:
+            code = "REQUEST_TIMED_OUT"
+        elif not is_voter_key(voters, r.voter_key):
+            code = "VOTER_NOT_FOUND"
+        else:
+            code = NONE
+        if code != NONE:
+            # the voter's RPC answer, recorded as an admin request's is (KafkaRaftClientReconfigTest asserts it)
+            self._error(s, "update_voter", code, voter=r.voter_key[0])
+            return UpdateVoterResponse(code, s.epoch, s.leader)
+        at = s.leo
+        self._append_records(s, [QuorumRecord(s.epoch, f"update_voter={r.voter_key[0]}", ControlType.VOTERS, voters,
+                                              self._endpoints(s, voters, {r.voter_key[0]: r.listeners}))])
+        self._out.effects.append(VotersAppended(s.id, at, offset))
+        self._event("VotersAppended", server=s.id, offset=at, voters=[k[0] for k in voters], updated=r.voter_key[0])
+        self._update_leader_end_offset(s)
+        return UpdateVoterResponse(NONE, s.epoch, s.id)
+
+    def _change_listeners(self, s: Server) -> None:
+        """A stopped server's listeners are reconfigured; it starts with them (``QuorumState.initialize``)."""
+        s.listeners += 1
+        self._event("ListenersChanged", server=s.id, listeners=s.listeners)
+        self._restart(s)
 
     # -- crash, restart, disk loss --------------------------------------------------------------------
 

@@ -182,7 +182,8 @@ def record_cell(r: QuorumRecord) -> str:
     if r.control is ControlType.DATA:
         return r.value
     if r.control is ControlType.VOTERS:
-        return f"{r.control.value}{[k[0] for k in r.voters]}"
+        moved = {k[0]: e for k, e in zip(r.voters, r.endpoints) if e != 1}  # listeners changed since formatting
+        return f"{r.control.value}{[k[0] for k in r.voters]}" + (f" listeners {moved}" if moved else "")
     return r.control.value
 
 

@@ -609,3 +609,173 @@ def test_candidate_shutting_down_resigns_once_elected():
     r(Deliver(1, 2), Deliver(2, 1))
     assert r.s(1).role is QuorumRole.RESIGNED and r.s(1).alive
     assert not any(isinstance(m, BeginQuorumEpochRequest) for v in (2, 3) for m in r.q.messages(1, v))
+
+
+# -- 11. UpdateRaftVoter (KIP-853; 3.9.0 pollFollowerAsVoter, handleUpdateVoterRequest, UpdateVoterHandler) ------
+
+
+def _moved(r, sid):
+    """``sid`` stops, gets new listeners and starts again (a follower of the leader its file names)."""
+    from emulator.quorum_steps import ChangeListeners
+
+    r(QuorumCrash(sid), ChangeListeners(sid))
+    assert r.s(sid).listeners == 2 and r.s(sid).voter_node_needs_update() is r.s(sid).is_voter()
+
+
+def test_update_voter():
+    """KafkaRaftClientReconfigTest.testUpdateVoter (3.9.0): with a high watermark, the leader answers a
+    voter's UpdateRaftVoter NONE at once, without committing the VotersRecord it appended (the voter's new
+    listeners); the voter is still a voter of the latest set."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2))
+    _moved(r, 2)
+    assert r.s(2).role is QuorumRole.FOLLOWER and r.s(2).leader == 1
+    r(UpdateVoter(2))
+    assert type(r.q.messages(2, 1)[-1]).__name__ == "UpdateVoterRequest"
+    r(Deliver(2, 1))
+    answer = r.q.messages(1, 2)[-1]
+    assert (answer.error, answer.leader_id, answer.leader_epoch) == ("NONE", 1, r.s(1).epoch)
+    last = r.s(1).log[-1]
+    assert last.control.value == "VotersRecord" and last.listeners_of(2) == 2 and last.listeners_of(1) == 1
+    assert r.s(1).hw < r.s(1).leo and 2 in r.s(1).voter_ids() and r.errors == []
+    r(Deliver(1, 2))
+    r.fetch(2, 2)
+    assert r.s(1).hw == r.s(1).leo and not r.s(2).voter_node_needs_update()
+
+
+def test_leader_updates_voter():
+    """KafkaRaftClientReconfigTest.testLeaderUpdatesVoter (3.9.0; LeaderState.appendStartOfEpochControlRecords):
+    a leader whose voter set holds only the bootstrap checkpoint writes it with its own node as configured
+    (new listeners); once the follower fetched, that voter set is committed."""
+    r = Run((1, 2))
+    _moved(r, 1)
+    r.elect(1)
+    r.fetch(2, 2)
+    record = r.s(1).log[1]
+    assert record.control.value == "VotersRecord" and record.listeners_of(1) == 2 and r.s(1).hw == r.s(1).leo == 2
+
+
+def test_new_leader_writes_its_changed_listeners_at_epoch_start():
+    """3.9.0 appendStartOfEpochControlRecords: ``offset == -1 || voterSetAtEpochStart.voterNodeNeedsUpdate``:
+    a voter restarted with new listeners that becomes leader appends LeaderChange and a VotersRecord with
+    its own node updated."""
+    r = leader_with_hw((1, 2, 3))
+    _moved(r, 1)  # resigned leader of epoch 1
+    r(Drop(1, 2), Drop(1, 3))
+    r.elect(1)
+    assert r.s(1).epoch == 2 and r.s(1).role is QuorumRole.LEADER
+    assert [rec.control.value for rec in r.s(1).log[-2:]] == ["LeaderChange", "VotersRecord"]
+    assert r.s(1).log[-1].listeners_of(1) == 2 and r.s(1).log[-1].value == "update_voter=1"
+
+
+def test_update_voter_old_epoch():
+    """KafkaRaftClientReconfigTest.testUpdateVoterOldEpoch (3.9.0; validateLeaderOnlyRequest): the leader of
+    epoch 2 answers an UpdateRaftVoter of epoch 1 FENCED_LEADER_EPOCH; the voter follows it in epoch 2."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2, 3))
+    _moved(r, 2)
+    r(QuorumCrash(1), QuorumRestart(1), Drop(1, 2), Drop(1, 3))
+    r(ElectionTimeout(1), Drop(1, 2))
+    r.exchange(1, 3), r.exchange(1, 3)
+    assert r.s(1).role is QuorumRole.LEADER and r.s(1).epoch == 2 and r.s(2).epoch == 1
+    r(UpdateVoter(2), Deliver(2, 1))
+    assert r.error_codes() == ["FENCED_LEADER_EPOCH"]
+    r(Deliver(1, 2))
+    assert r.s(2).role is QuorumRole.FOLLOWER and (r.s(2).epoch, r.s(2).leader) == (2, 1)
+
+
+def test_update_voter_to_not_leader():
+    """KafkaRaftClientReconfigTest.testUpdateVoterToNotLeader (3.9.0): a server of that epoch that does not
+    lead it (here the leader resigned while the request was in flight) answers NOT_LEADER_OR_FOLLOWER."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2))
+    _moved(r, 2)
+    r(UpdateVoter(2), Resign(1), Deliver(2, 1))
+    assert r.error_codes() == ["NOT_LEADER_OR_FOLLOWER"]
+
+
+def test_update_voter_without_fenced_previous_leaders():
+    """KafkaRaftClientReconfigTest.testUpdateVoterWithoutFencedPreviousLeaders (3.9.0): a new leader without a
+    high watermark yet answers REQUEST_TIMED_OUT."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = Run((1, 2, 3))
+    _moved(r, 2)
+    r.elect(1)
+    assert r.s(2).role is QuorumRole.FOLLOWER and r.s(1).leader_state.high_watermark is None
+    r(UpdateVoter(2), Deliver(2, 1))
+    assert r.error_codes() == ["REQUEST_TIMED_OUT"] and r.s(1).log[-1].value == "bootstrap"
+
+
+def test_update_voter_with_none_voter_id():
+    """KafkaRaftClientReconfigTest.testUpdateVoterWithNoneVoterId (3.9.0; VoterSet.updateVoter empty): a voter
+    removed by a committed VotersRecord it never fetched asks for its update: VOTER_NOT_FOUND."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = _removed_voter_3()
+    _moved(r, 3)
+    assert r.s(3).role is QuorumRole.FOLLOWER and r.s(3).is_voter()
+    r(UpdateVoter(3), Deliver(3, 1))
+    assert r.error_codes() == ["VOTER_NOT_FOUND"]
+
+
+def test_update_voter_with_pending_add_voter():
+    """KafkaRaftClientReconfigTest.testUpdateVoterWithPendingAddVoter (3.9.0; isOperationPending): while an
+    AddRaftVoter waits for its commit, UpdateRaftVoter is answered REQUEST_TIMED_OUT."""
+    from emulator.quorum_steps import AddVoter, UpdateVoter
+
+    r = leader_with_hw((1, 2, 3), (4,))
+    _moved(r, 2)
+    r.fetch(4, 3, to=1)
+    r(AddVoter(4))
+    assert r.s(1).leader_state.pending is not None
+    r(UpdateVoter(2), Deliver(2, 1))
+    assert r.error_codes() == ["REQUEST_TIMED_OUT"]
+
+
+def test_follower_sends_update_voter_only_when_different():
+    """KafkaRaftClientReconfigTest.testFollowerSendsUpdateVoter and testFollowerSendsUpdateVoterWhenDifferent
+    (3.9.0 pollFollowerAsVoter): at its update-voter period a follower whose node in the voter set differs
+    sends UpdateRaftVoter (its key, epoch, listeners), and fetches again after the answer; one whose node
+    is the same fetches; under kraft.version 0 (static voters) it always fetches."""
+    from emulator.quorum_state import FetchRequest, UpdateVoterRequest
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2, 3))
+    r(UpdateVoter(3))
+    assert isinstance(r.q.messages(3, 1)[-1], FetchRequest)
+    _moved(r, 2)
+    r(UpdateVoter(2))
+    request = r.q.messages(2, 1)[-1]
+    assert isinstance(request, UpdateVoterRequest)
+    assert (request.voter_key, request.current_leader_epoch, request.listeners) == (r.s(2).key, r.s(2).epoch, 2)
+    r.exchange(2, 1)
+    r(QuorumFetch(2))
+    assert isinstance(r.q.messages(2, 1)[-1], FetchRequest)
+    s = leader_with_hw((1, 2), variant=KRAFT595)
+    _moved(s, 2)
+    s(UpdateVoter(2))
+    assert isinstance(s.q.messages(2, 1)[-1], FetchRequest)
+    with pytest.raises(StepRefused):
+        s(UpdateVoter(1))  # the leader has no update-voter period
+
+
+def test_update_voter_response_causes_epoch_change():
+    """KafkaRaftClientReconfigTest.testUpdateVoterResponseCausesEpochChange (3.9.0 handleUpdateVoterResponse ->
+    maybeHandleCommonResponse): the answer names a newer epoch and leader (here 1 answers FENCED_LEADER_EPOCH,
+    having voted 3 in epoch 2); the voter follows 3 in epoch 2 and its next Fetch goes to 3."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2, 3))
+    _moved(r, 2)
+    r(UpdateVoter(2))
+    r(ElectionTimeout(3), Drop(3, 2))
+    r.exchange(3, 1), r.exchange(3, 1)
+    assert r.s(3).role is QuorumRole.LEADER and r.s(3).epoch == 2 and r.s(1).leader == 3
+    r(Deliver(2, 1), Deliver(1, 2))
+    assert r.s(2).role is QuorumRole.FOLLOWER and (r.s(2).epoch, r.s(2).leader) == (2, 3)
+    r(QuorumFetch(2))
+    assert r.q.messages(2, 3)
