@@ -523,7 +523,8 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
                     and servers[followed].alive and servers[sid].voter_node_needs_update():
                 codes.append(f"U{sid}")
     if space.has(QuorumStepKind.CHANGE_LISTENERS):
-        codes += [f"M{sid}" for sid in ids if not servers[sid].alive]
+        # one change per server: the listeners' generation would otherwise grow without bound
+        codes += [f"M{sid}" for sid in ids if not servers[sid].alive and servers[sid].listeners == 1]
     if c.reconfigs < b.reconfigs:
         for lid in leaders:
             voters = servers[lid].voter_ids()
