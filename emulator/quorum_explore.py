@@ -591,26 +591,15 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
                                                c.lost_responses + 1)
             else:
                 _deliver_all(node, taken, known, sid)
-    elif kind is QuorumStepKind.RESIGN:  # EndQuorumEpoch to every voter, answered
-        leader = int(code[1])
-        voters = node.q.servers[leader].voter_ids()
-        _apply(node, taken, Resign(leader))
-        for v in voters:
-            if v != leader and v in node.q.servers:
-                _exchange(node, taken, leader, v)
-    elif kind is QuorumStepKind.CHECK_QUORUM:  # a resignation's EndQuorumEpoch to every voter, answered
-        leader = int(code[1])
-        voters = node.q.servers[leader].voter_ids()
-        _apply(node, taken, CheckQuorum(leader))
-        if node.q.servers[leader].role is QuorumRole.RESIGNED:
-            for v in voters:
-                if v != leader and v in node.q.servers:
-                    _exchange(node, taken, leader, v)
-    elif kind is QuorumStepKind.SHUTDOWN:  # a leader's resignation: EndQuorumEpoch to every voter, answered
+    elif kind in (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM, QuorumStepKind.SHUTDOWN):
+        # a leader's resignation (any of the three can make one): EndQuorumEpoch to every voter, answered
         sid = int(code[1])
         voters = node.q.servers[sid].voter_ids()
-        _apply(node, taken, Shutdown(sid))
-        if node.q.servers[sid].role is QuorumRole.RESIGNED:
+        was_leader = node.q.servers[sid].role is QuorumRole.LEADER
+        resigning: QuorumStep = Resign(sid) if kind is QuorumStepKind.RESIGN else (
+            CheckQuorum(sid) if kind is QuorumStepKind.CHECK_QUORUM else Shutdown(sid))
+        _apply(node, taken, resigning)
+        if was_leader and node.q.servers[sid].role is QuorumRole.RESIGNED:
             for v in voters:
                 if v != sid and v in node.q.servers:
                     _exchange(node, taken, sid, v)
