@@ -43,6 +43,8 @@ from .quorum_state import (
     ReplicaState,
     Server,
     Truncated,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
     VoteRequest,
     VoteResponse,
     VotersAppended,
@@ -53,6 +55,7 @@ from .quorum_steps import (
     AddVoter,
     Append,
     BeginQuorumEpoch,
+    ChangeListeners,
     CheckQuorum,
     Deliver,
     Drop,
@@ -64,6 +67,9 @@ from .quorum_steps import (
     QuorumStep,
     RemoveVoter,
     Resign,
+    Shutdown,
+    ShutdownTimeout,
+    UpdateVoter,
 )
 from .quorum_variants import KRAFT853, QuorumVariant
 from .scenario import StepRefused
@@ -134,6 +140,14 @@ class Quorum:
                 self._resign_epoch(s, step.epoch)
         elif isinstance(step, CheckQuorum):
             self._check_quorum(self._server(step.server, alive=True))
+        elif isinstance(step, Shutdown):
+            self._begin_shutdown(self._server(step.server, alive=True))
+        elif isinstance(step, ShutdownTimeout):
+            self._shutdown_timeout(self._server(step.server, alive=True))
+        elif isinstance(step, UpdateVoter):
+            self._update_voter_period(self._server(step.server, alive=True))
+        elif isinstance(step, ChangeListeners):
+            self._change_listeners(self._server(step.server, alive=False))
         elif isinstance(step, Append):
             self._append(self._admin_target(step.server), step.value)
         elif isinstance(step, AddVoter):
@@ -148,17 +162,49 @@ class Quorum:
             self._lose_disk(self._server(step.server, alive=False))
         else:  # pragma: no cover - the step union is closed
             raise StepRefused(f"unknown quorum step {step!r}")
-        self._poll_leaders()
+        self._poll()
         self.pending = None
         return self._out
 
-    def _poll_leaders(self) -> None:
-        """``pollLeader`` (3.9.0): a leader whose resignation was requested (``LeaderState.requestResign``,
-        by ``RemoveVoterHandler.highWatermarkUpdated`` once its own removal committed) resigns at its next
-        poll, after the message that moved its HW was answered."""
+    def _poll(self) -> None:
+        """Each server's poll at the end of a step (3.9.0 ``KafkaRaftClient.poll``), in id order: a server
+        shutting down completes its shutdown first when it can (``maybeCompleteShutdown``: it is an
+        observer, the only voter, or follows another leader) and stops; else a leader resigns when it is
+        shutting down or its resignation was requested (``pollLeader``: ``shutdown.get() != null ||
+        state.isResignRequested()``; ``LeaderState.requestResign`` by ``resign(epoch)`` or by
+        ``RemoveVoterHandler.highWatermarkUpdated`` once its own removal committed), after the message
+        that moved its HW was answered."""
         for _, s in sorted(self.servers.items()):
-            if s.role is QuorumRole.LEADER and s.leader_state is not None and s.leader_state.resign_requested:
+            if s.shutting_down and s.alive and self._may_complete_shutdown(s):
+                self._event("ShutdownCompleted", server=s.id, role=s.role.value, epoch=s.epoch)
+                self._stop(s, CrashMode.PROCESS)
+            elif s.role is QuorumRole.LEADER and s.leader_state is not None and (
+                    s.shutting_down or s.leader_state.resign_requested):
                 self._resign(s)
+
+    @staticmethod
+    def _may_complete_shutdown(s: Server) -> bool:
+        """3.9.0 ``maybeCompleteShutdown``: ``quorum.isObserver() || quorum.isOnlyVoter() ||
+        quorum.hasRemoteLeader()``."""
+        voters = s.last_voters()[1]
+        only_voter = len(voters) == 1 and is_voter_key(voters, s.key)
+        return not s.is_voter() or only_voter or (s.leader is not None and s.leader != s.id)
+
+    def _begin_shutdown(self, s: Server) -> None:
+        """``KafkaRaftClient.shutdown(timeoutMs)``: the GracefulShutdown is set; the poll at the end of
+        this step completes it or makes a leader resign (``_poll``)."""
+        if s.shutting_down:
+            raise StepRefused(f"server {s.id} is already shutting down")
+        s.shutting_down = True
+        self._event("ShutdownBegan", server=s.id, role=s.role.value, epoch=s.epoch)
+
+    def _shutdown_timeout(self, s: Server) -> None:
+        """The GracefulShutdown's timer expires (``maybeCompleteShutdown``: ``hasTimedOut`` ->
+        ``failWithTimeout``): the shutdown future fails with TimeoutException and the client stops."""
+        if not s.shutting_down:
+            raise StepRefused(f"server {s.id} is not shutting down: it has no shutdown timer")
+        self._error(s, "shutdown", "TimeoutException", detail="the graceful shutdown timed out")
+        self._stop(s, CrashMode.PROCESS)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -209,8 +255,9 @@ class Quorum:
         """The answer, with the request's correlation id; a response naming a leader carries its endpoints
         when this server knows them (``quorum.leaderEndpoints()``: empty for an unattached server)."""
         answer: Any = response  # every response kind has ``endpoints`` (the union's type does not say so)
-        self._send(s.id, destination, replace(answer, correlation_id=request.correlation_id,
-                                              endpoints=self._knows_leader_endpoints(s)))
+        # an UpdateRaftVoter answer's endpoints are never read (3.9.0 handleUpdateVoterResponse: see UpdateVoterResponse)
+        endpoints = False if isinstance(response, UpdateVoterResponse) else self._knows_leader_endpoints(s)
+        self._send(s.id, destination, replace(answer, correlation_id=request.correlation_id, endpoints=endpoints))
 
     @staticmethod
     def _knows_leader_endpoints(s: Server) -> bool:
@@ -236,6 +283,8 @@ class Quorum:
             self._respond(receiver, source, message, self._handle_end_quorum_epoch_request(receiver, message))
         elif isinstance(message, FetchRequest):
             self._respond(receiver, source, message, self._handle_fetch_request(receiver, message))
+        elif isinstance(message, UpdateVoterRequest):
+            self._respond(receiver, source, message, self._handle_update_voter_request(receiver, message))
         elif receiver.expected.get(source) != message.correlation_id:
             # handleInboundMessage (3.9.0): a response is handled only if it answers the request now
             # expected from that node (RequestManager.isResponseExpected); any other is ignored.
@@ -248,6 +297,10 @@ class Quorum:
                 self._handle_epoch_response(receiver, sender, message)
             elif isinstance(message, FetchResponse):
                 self._handle_fetch_response(receiver, message)
+            elif isinstance(message, UpdateVoterResponse):
+                # 3.9.0 handleUpdateVoterResponse: maybeHandleCommonResponse, nothing else
+                self._maybe_handle_common_response(receiver, message.error, message.leader_id, message.leader_epoch,
+                                                   message.endpoints)
 
     # -- transitions (QuorumState) ----------------------------------------------------------------
 
@@ -339,6 +392,10 @@ class Quorum:
         makes it look for the leader) and a leader has no election timeout: both refused."""
         if s.role is QuorumRole.LEADER:
             raise StepRefused(f"server {s.id} is the leader of epoch {s.epoch}: no election timeout")
+        if s.shutting_down:
+            # 3.9.0 pollResigned / pollCandidate / pollUnattachedAsVoter: a server shutting down stays where it is
+            # until a leader is elected or the shutdown times out (a candidate keeps its election going)
+            raise StepRefused(f"server {s.id} is shutting down: it waits for a leader, no election timeout")
         if s.role is QuorumRole.RESIGNED and not s.is_voter():
             # pollResigned (3.9.0): an old leader no longer in the voter set goes unattached in epoch + 1,
             # so that no fetch response names it leader of its old epoch.
@@ -400,11 +457,16 @@ class Quorum:
         self._out.effects.append(BecameLeader(s.id, s.epoch))
         self._append_records(s, [QuorumRecord(s.epoch, f"leader={s.id}", ControlType.LEADER_CHANGE)])
         offset, voters = s.last_voters()
-        if self.variant.dynamic_voters and offset == -1:
-            self._append_records(s, [QuorumRecord(s.epoch, "bootstrap", ControlType.VOTERS, voters)])
-        for key in voters:
-            if key[0] != s.id and key[0] in self.servers:
-                self._send_request(s, key[0], BeginQuorumEpochRequest(s.epoch, s.id, key))
+        if self.variant.dynamic_voters and (offset == -1 or s.voter_node_needs_update()):
+            # appendStartOfEpochControlRecords: the voter set with the leader's own node as configured, when the
+            # log has none yet or the leader's listeners differ (VoterSet.updateVoter(localVoterNode))
+            value = "bootstrap" if offset == -1 else f"update_voter={s.id}"
+            self._append_records(s, [QuorumRecord(s.epoch, value, ControlType.VOTERS, voters,
+                                                  self._endpoints(s, voters, {s.id: s.listeners}))])
+        if not s.shutting_down:  # BeginQuorumEpoch is sent by pollLeader, which resigns at once when shutting down
+            for key in voters:
+                if key[0] != s.id and key[0] in self.servers:
+                    self._send_request(s, key[0], BeginQuorumEpochRequest(s.epoch, s.id, key))
         self._update_leader_end_offset(s)
 
     def _resign(self, s: Server) -> None:
@@ -613,6 +675,8 @@ class Quorum:
             raise StepRefused(f"server {s.id} is the leader: it does not fetch")
         if s.role in (QuorumRole.CANDIDATE, QuorumRole.PROSPECTIVE):
             raise StepRefused(f"server {s.id} is {s.role.value}: it does not fetch")
+        if s.shutting_down:
+            raise StepRefused(f"server {s.id} is shutting down: it does not fetch (pollUnattachedAsVoter, pollResigned)")
         # without the leader's endpoints (an unattached server that knows only its id) Kafka fetches from
         # the bootstrap servers (pollUnattachedCommon): name one with `to`
         target = to if to is not None else (s.leader if self._knows_leader_endpoints(s) else None)
@@ -813,7 +877,9 @@ class Quorum:
         ls = s.leader_state
         assert ls is not None
         at = s.leo
-        self._append_records(s, [QuorumRecord(s.epoch, f"{operation}={voter[0]}", ControlType.VOTERS, voters)])
+        listeners = {voter[0]: self.servers[voter[0]].listeners} if operation == "add_voter" else {}
+        self._append_records(s, [QuorumRecord(s.epoch, f"{operation}={voter[0]}", ControlType.VOTERS, voters,
+                                              self._endpoints(s, voters, listeners))])
         ls.pending = PendingVoterChange(operation, voter, at)
         self._out.effects.append(VotersAppended(s.id, at, previous))
         self._event("VotersAppended", server=s.id, offset=at, voters=[k[0] for k in voters])
@@ -830,6 +896,74 @@ class Quorum:
         if not s.is_voter():
             ls.resign_requested = True  # RemoveVoterHandler.highWatermarkUpdated -> requestResign (pollLeader)
 
+    @staticmethod
+    def _endpoints(s: Server, voters: tuple[ReplicaKey, ...], changed: dict[int, int]) -> tuple[int, ...]:
+        """A new VotersRecord's endpoints: each voter's listeners as ``s``'s last voter set holds them (an added
+        voter's and an updated one's from ``changed``); () when all are the first (1)."""
+        out = tuple(changed.get(k[0], s.voter_listeners(k[0]) or 1) for k in voters)
+        return () if all(x == 1 for x in out) else out
+
+    # -- UpdateRaftVoter (KIP-853) --------------------------------------------------------------------
+
+    def _update_voter_period(self, s: Server) -> None:
+        """3.9.0 ``pollFollowerAsVoter``: the update-voter period expired -- UpdateRaftVoter to the leader when
+        ``lastKraftVersion().isReconfigSupported()`` and ``voterNodeNeedsUpdate(localVoterNode)``, else a
+        Fetch (``maybeSendFetchOrFetchSnapshot``); ``resetUpdateVoterPeriod`` either way."""
+        if s.role is not QuorumRole.FOLLOWER or not s.is_voter() or s.shutting_down or s.leader is None:
+            raise StepRefused(f"server {s.id} is not a follower voter: it has no update-voter period "
+                              f"({s.role.value}{', shutting down' if s.shutting_down else ''}"
+                              f"{'' if s.is_voter() else ', an observer'})")
+        if self.variant.dynamic_voters and s.voter_node_needs_update():
+            self._send_request(s, s.leader, UpdateVoterRequest(s.key, s.epoch, s.listeners))
+        else:
+            self._send_fetch(s, None, None)
+
+    def _handle_update_voter_request(self, s: Server, r: UpdateVoterRequest) -> UpdateVoterResponse:
+        """3.9.0 ``handleUpdateVoterRequest`` (``validateLeaderOnlyRequest``: FENCED_LEADER_EPOCH older,
+        UNKNOWN_LEADER_EPOCH newer, NOT_LEADER_OR_FOLLOWER not leader, BROKER_NOT_AVAILABLE shutting down)
+        then ``UpdateVoterHandler.handleUpdateVoterRequest``, in its order: a pending AddRaftVoter /
+        RemoveRaftVoter or no high watermark yet -> REQUEST_TIMED_OUT; kraft.version 0 ->
+        UNSUPPORTED_VERSION; the last voter set not committed -> REQUEST_TIMED_OUT; the key not a voter ->
+        VOTER_NOT_FOUND; else a VotersRecord with the voter's listeners, answered NONE at once (not
+        waiting for the commit, and with no pending change)."""
+        ls = s.leader_state
+        offset, voters = s.last_voters()
+        if r.current_leader_epoch < s.epoch:
+            code = "FENCED_LEADER_EPOCH"
+        elif r.current_leader_epoch > s.epoch:
+            code = "UNKNOWN_LEADER_EPOCH"
+        elif s.role is not QuorumRole.LEADER or ls is None:
+            code = "NOT_LEADER_OR_FOLLOWER"
+        elif s.shutting_down:  # pragma: no cover - a leader shutting down resigns at the end of the step
+            code = "BROKER_NOT_AVAILABLE"
+        elif ls.pending is not None or ls.high_watermark is None:
+            code = "REQUEST_TIMED_OUT"
+        elif not self.variant.dynamic_voters:
+            code = "UNSUPPORTED_VERSION"
+        elif offset >= ls.high_watermark:
+            code = "REQUEST_TIMED_OUT"
+        elif not is_voter_key(voters, r.voter_key):
+            code = "VOTER_NOT_FOUND"
+        else:
+            code = NONE
+        if code != NONE:
+            # the voter's RPC answer, recorded as an admin request's is (KafkaRaftClientReconfigTest asserts it)
+            self._error(s, "update_voter", code, voter=r.voter_key[0])
+            return UpdateVoterResponse(code, s.epoch, s.leader)
+        at = s.leo
+        self._append_records(s, [QuorumRecord(s.epoch, f"update_voter={r.voter_key[0]}", ControlType.VOTERS, voters,
+                                              self._endpoints(s, voters, {r.voter_key[0]: r.listeners}))])
+        self._out.effects.append(VotersAppended(s.id, at, offset))
+        self._event("VotersAppended", server=s.id, offset=at, voters=[k[0] for k in voters], updated=r.voter_key[0])
+        self._update_leader_end_offset(s)
+        return UpdateVoterResponse(NONE, s.epoch, s.id)
+
+    def _change_listeners(self, s: Server) -> None:
+        """A stopped server's listeners are reconfigured; it starts with them (``QuorumState.initialize``)."""
+        s.listeners += 1
+        self._event("ListenersChanged", server=s.id, listeners=s.listeners)
+        self._restart(s)
+
     # -- crash, restart, disk loss --------------------------------------------------------------------
 
     def _stop(self, s: Server, mode: CrashMode) -> None:
@@ -838,6 +972,7 @@ class Quorum:
         s.leader_state = None
         s.role = QuorumRole.STOPPED
         s.expected = {}
+        s.shutting_down = False
         if mode is CrashMode.POWER:
             self._truncate(s, s.flushed)
         for link in sorted(self.in_flight):

@@ -34,6 +34,7 @@ _CLASSES: dict[str, type] = {c.__name__: c for c in (
     quorum_state.QuorumRecord, quorum_state.ElectionState, quorum_state.VoteRequest, quorum_state.VoteResponse,
     quorum_state.BeginQuorumEpochRequest, quorum_state.BeginQuorumEpochResponse, quorum_state.EndQuorumEpochRequest,
     quorum_state.EndQuorumEpochResponse, quorum_state.FetchRequest, quorum_state.FetchResponse,
+    quorum_state.UpdateVoterRequest, quorum_state.UpdateVoterResponse,
     quorum_state.ReplicaState, quorum_state.PendingVoterChange, quorum_state.LeaderState, quorum_state.Server,
     QuorumChecker,
 )}

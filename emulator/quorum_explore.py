@@ -50,6 +50,8 @@ from .quorum_state import (
     QuorumRole,
     ReplicaState,
     Server,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
     VoteRequest,
     VoteResponse,
     VotersAppended,
@@ -59,6 +61,7 @@ from .quorum_steps import (
     AddVoter,
     Append,
     BeginQuorumEpoch,
+    ChangeListeners,
     CheckQuorum,
     Deliver,
     Drop,
@@ -70,6 +73,9 @@ from .quorum_steps import (
     QuorumStep,
     RemoveVoter,
     Resign,
+    Shutdown,
+    ShutdownTimeout,
+    UpdateVoter,
 )
 from .quorum_variants import QuorumVariant
 from .scenario import StepRefused
@@ -85,16 +91,19 @@ CODE_OF_KIND: dict[QuorumStepKind, str] = {
     QuorumStepKind.DROP: "D", QuorumStepKind.ELECTION_TIMEOUT: "E", QuorumStepKind.FETCH: "F",
     QuorumStepKind.RESIGN: "G", QuorumStepKind.ADD_VOTER: "J", QuorumStepKind.REMOVE_VOTER: "K",
     QuorumStepKind.LOSE_DISK: "L", QuorumStepKind.RESTART: "R", QuorumStepKind.DELIVER: "X",
-    QuorumStepKind.CHECK_QUORUM: "Q",
+    QuorumStepKind.CHECK_QUORUM: "Q", QuorumStepKind.SHUTDOWN: "S", QuorumStepKind.SHUTDOWN_TIMEOUT: "T",
+    QuorumStepKind.UPDATE_VOTER: "U", QuorumStepKind.CHANGE_LISTENERS: "M",
 }
 KIND_OF_CODE: dict[str, QuorumStepKind] = {letter: kind for kind, letter in CODE_OF_KIND.items()}
 assert set(CODE_OF_KIND) == set(QUORUM_STEP_TABLE) and len(KIND_OF_CODE) == len(QUORUM_STEP_TABLE), \
     "one distinct code letter per quorum step kind"
 
-# Searched when --steps is not given: everything but the graceful resignation and the check-quorum
-# resignation (opt-in: no claim here needs them).
-DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(
-    k for k in QUORUM_STEP_TABLE if k not in (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM))
+# Searched when --steps is not given: everything but the graceful resignation, the check-quorum
+# resignation, the graceful shutdown and the listeners' update (opt-in: no claim here needs them).
+OPT_IN_KINDS: tuple[QuorumStepKind, ...] = (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM, QuorumStepKind.SHUTDOWN,
+                                            QuorumStepKind.SHUTDOWN_TIMEOUT, QuorumStepKind.UPDATE_VOTER,
+                                            QuorumStepKind.CHANGE_LISTENERS)
+DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(k for k in QUORUM_STEP_TABLE if k not in OPT_IN_KINDS)
 
 # The claim of KIP-996 as a property the search judges (with ``QuorumSpace.returning``).
 STABLE_LEADER = "StableLeaderNotDisrupted"
@@ -220,10 +229,10 @@ ROLE_INDEX: dict[QuorumRole, int] = {role: i for i, role in enumerate(QuorumRole
 
 
 def _record(r: QuorumRecord) -> tuple:
-    return (r.epoch, r.value, CONTROL_INDEX[r.control.value], r.voters)
+    return (r.epoch, r.value, CONTROL_INDEX[r.control.value], r.voters, r.endpoints)
 
 
-REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)
+REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, UpdateVoterRequest)
 
 
 def _expected(q: Quorum, link: tuple[int, int], m: Message) -> int:
@@ -255,6 +264,10 @@ def _message(m: Message, expected: int = 0) -> tuple:
     if isinstance(m, FetchResponse):
         return (7, m.error, m.leader_epoch, m.leader_id, tuple([_record(r) for r in m.records]), m.base_offset,
                 m.high_watermark, m.diverging_epoch, m.diverging_end_offset, m.endpoints, expected)
+    if isinstance(m, UpdateVoterRequest):
+        return (8, m.voter_key, m.current_leader_epoch, m.listeners, expected)
+    if isinstance(m, UpdateVoterResponse):
+        return (9, m.error, m.leader_epoch, m.leader_id, m.endpoints, expected)
     raise ExploreError(f"unknown message {m!r}")  # pragma: no cover - the message union is closed
 
 
@@ -284,7 +297,7 @@ def _server(s: Server, fetched: bool = False) -> tuple:
             tuple([_record(r) for r in s.log]), s.flushed, s.hw, s.cache.as_tuple(), (f.epoch, f.voted_key, f.leader),
             tuple(sorted(s.votes_granted)) if campaign else (), tuple(sorted(s.votes_rejected)) if campaign else (),
             s.election_voters if campaign else (), s.has_fetched_from_leader, leader, tuple(sorted(s.expected)),
-            s.leader_endpoints)
+            s.leader_endpoints, s.shutting_down, s.listeners)
 
 
 def canonical(node: Node, fetched: bool = False) -> tuple:
@@ -315,7 +328,7 @@ ROLES: tuple[QuorumRole, ...] = tuple(QuorumRole)
 
 
 def _record_of(t: tuple) -> QuorumRecord:
-    return QuorumRecord(t[0], t[1], CONTROL_TYPES[t[2]], t[3])
+    return QuorumRecord(t[0], t[1], CONTROL_TYPES[t[2]], t[3], t[4])
 
 
 def _message_of(t: tuple, cid: int) -> Message:
@@ -335,6 +348,10 @@ def _message_of(t: tuple, cid: int) -> Message:
         return EndQuorumEpochResponse(t[1], t[2], t[3], t[4], cid)
     if tag == 6:
         return FetchRequest(t[1], t[2], t[3], t[4], t[5], cid)
+    if tag == 8:
+        return UpdateVoterRequest(t[1], t[2], t[3], cid)
+    if tag == 9:
+        return UpdateVoterResponse(t[1], t[2], t[3], t[4], cid)
     return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8], t[9], cid)
 
 
@@ -344,7 +361,7 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
     q = Quorum(space.voters, space.observers, space.variant)
     q.pending = None  # a restored state is past its first step
     for (sid, directory_id, bootstrap, role, epoch, voted, leader, log, flushed, hw, cache, state_file, granted, rejected,
-         election_voters, fetched, ls, expected, endpoints) in servers_t:
+         election_voters, fetched, ls, expected, endpoints, shutting_down, listeners) in servers_t:
         leader_state = None
         if ls is not None:
             ls_epoch, start, high_watermark, replicas, pending, fetched_voters = ls
@@ -356,12 +373,13 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
                                 [_record_of(r) for r in log], flushed, hw, LeaderEpochCache("v2", cache),
                                 ElectionState(state_file[0], state_file[1], state_file[2]), set(granted), set(rejected),
                                 election_voters, False, fetched, leader_state,
-                                {dest: i + 1 for i, dest in enumerate(expected)}, len(expected), endpoints)
+                                {dest: i + 1 for i, dest in enumerate(expected)}, len(expected), endpoints,
+                                shutting_down, listeners)
     q.in_flight = {}
     for link, msgs in links:
         restored: deque[Message] = deque()
         for m in msgs:
-            requester, other = link if m[0] in (0, 2, 4, 6) else (link[1], link[0])
+            requester, other = link if m[0] in (0, 2, 4, 6, 8) else (link[1], link[0])
             restored.append(_message_of(m, q.servers[requester].expected[other] if m[-1] else 0))
         q.in_flight[link] = restored
     leaders, committed, committed_in = ghost
@@ -380,7 +398,7 @@ def _clone_server(s: Server) -> Server:
     return Server(s.id, s.directory_id, s.bootstrap_voters, s.role, s.epoch, s.voted_key, s.leader, list(s.log), s.flushed,
                   s.hw, s.cache.copy(), s.state_file, set(s.votes_granted), set(s.votes_rejected), s.election_voters,
                   s.backing_off, s.has_fetched_from_leader, leader_state, dict(s.expected), s.next_correlation,
-                  s.leader_endpoints)
+                  s.leader_endpoints, s.shutting_down, s.listeners)
 
 
 def clone(space: QuorumSpace, node: Node) -> Node:
@@ -494,6 +512,19 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
         codes += [f"G{lid}" for lid in leaders]
     if space.has(QuorumStepKind.CHECK_QUORUM):
         codes += [f"Q{lid}" for lid in leaders]
+    if space.has(QuorumStepKind.SHUTDOWN):
+        codes += [f"S{sid}" for sid in alive if not servers[sid].shutting_down]
+    if space.has(QuorumStepKind.SHUTDOWN_TIMEOUT):
+        codes += [f"T{sid}" for sid in alive if servers[sid].shutting_down]
+    if space.has(QuorumStepKind.UPDATE_VOTER):
+        for sid in alive:
+            followed = servers[sid].leader
+            if servers[sid].role is QuorumRole.FOLLOWER and followed is not None and followed in servers \
+                    and servers[followed].alive and servers[sid].voter_node_needs_update():
+                codes.append(f"U{sid}")
+    if space.has(QuorumStepKind.CHANGE_LISTENERS):
+        # one change per server: the listeners' generation would otherwise grow without bound
+        codes += [f"M{sid}" for sid in ids if not servers[sid].alive and servers[sid].listeners == 1]
     if c.reconfigs < b.reconfigs:
         for lid in leaders:
             voters = servers[lid].voter_ids()
@@ -560,21 +591,28 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
                                                c.lost_responses + 1)
             else:
                 _deliver_all(node, taken, known, sid)
-    elif kind is QuorumStepKind.RESIGN:  # EndQuorumEpoch to every voter, answered
-        leader = int(code[1])
-        voters = node.q.servers[leader].voter_ids()
-        _apply(node, taken, Resign(leader))
-        for v in voters:
-            if v != leader and v in node.q.servers:
-                _exchange(node, taken, leader, v)
-    elif kind is QuorumStepKind.CHECK_QUORUM:  # a resignation's EndQuorumEpoch to every voter, answered
-        leader = int(code[1])
-        voters = node.q.servers[leader].voter_ids()
-        _apply(node, taken, CheckQuorum(leader))
-        if node.q.servers[leader].role is QuorumRole.RESIGNED:
+    elif kind in (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM, QuorumStepKind.SHUTDOWN):
+        # a leader's resignation (any of the three can make one): EndQuorumEpoch to every voter, answered
+        sid = int(code[1])
+        voters = node.q.servers[sid].voter_ids()
+        was_leader = node.q.servers[sid].role is QuorumRole.LEADER
+        resigning: QuorumStep = Resign(sid) if kind is QuorumStepKind.RESIGN else (
+            CheckQuorum(sid) if kind is QuorumStepKind.CHECK_QUORUM else Shutdown(sid))
+        _apply(node, taken, resigning)
+        if was_leader and node.q.servers[sid].role is QuorumRole.RESIGNED:
             for v in voters:
-                if v != leader and v in node.q.servers:
-                    _exchange(node, taken, leader, v)
+                if v != sid and v in node.q.servers:
+                    _exchange(node, taken, sid, v)
+    elif kind is QuorumStepKind.SHUTDOWN_TIMEOUT:
+        _apply(node, taken, ShutdownTimeout(int(code[1])))
+    elif kind is QuorumStepKind.UPDATE_VOTER:  # UpdateRaftVoter to the leader, answered
+        sid = int(code[1])
+        followed = node.q.servers[sid].leader
+        assert followed is not None
+        _apply(node, taken, UpdateVoter(sid))
+        _exchange(node, taken, sid, followed)
+    elif kind is QuorumStepKind.CHANGE_LISTENERS:
+        _apply(node, taken, ChangeListeners(int(code[1])))
     elif kind in (QuorumStepKind.ADD_VOTER, QuorumStepKind.REMOVE_VOTER):
         leader, voter = int(code[1]), int(code[2])
         step: QuorumStep = AddVoter(voter, leader) if kind is QuorumStepKind.ADD_VOTER else RemoveVoter(voter, leader)

@@ -34,7 +34,7 @@ from .variants import KnobError
 
 TOP_KEYS = ("name", "description", "voters", "observers", "knobs", "steps", "expect")
 EXPECT_KEYS = ("violations", "leader", "errors", "servers")
-SERVER_FIELDS = ("role", "alive", "voter", "epoch", "leader", "voted_for", "leo", "hw", "voters", "log")
+SERVER_FIELDS = ("role", "alive", "voter", "epoch", "leader", "voted_for", "leo", "hw", "voters", "shutting_down", "log")
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,8 @@ def record_cell(r: QuorumRecord) -> str:
     if r.control is ControlType.DATA:
         return r.value
     if r.control is ControlType.VOTERS:
-        return f"{r.control.value}{[k[0] for k in r.voters]}"
+        moved = {k[0]: e for k, e in zip(r.voters, r.endpoints) if e != 1}  # listeners changed since formatting
+        return f"{r.control.value}{[k[0] for k in r.voters]}" + (f" listeners {moved}" if moved else "")
     return r.control.value
 
 
@@ -192,7 +193,7 @@ def server_snapshot(s: Server, with_log: bool = True, with_control: bool = False
     out: dict[str, Any] = {
         "role": s.role.value, "alive": s.alive, "voter": s.is_voter(), "epoch": s.epoch, "leader": s.leader,
         "voted_for": None if s.voted_key is None else s.voted_key[0], "leo": s.leo, "hw": s.hw,
-        "voters": list(s.voter_ids()),
+        "voters": list(s.voter_ids()), "shutting_down": s.shutting_down,
     }
     if with_log:
         out["log"] = [[offset, r.epoch, record_cell(r)] for offset, r in enumerate(s.log)]
@@ -268,6 +269,8 @@ def _server_problem(where: str, s: Any, trace_row: bool) -> str | None:
     for name in SERVER_FIELDS:
         if name == "log" and trace_row and "log" not in s:
             continue  # a trace written before its rows carried logs
+        if name == "shutting_down" and name not in s:
+            continue  # a result written before issue 47's graceful shutdown
         if name not in s:
             return f"{where}: missing {name}"
     if s["role"] not in _ROLES:

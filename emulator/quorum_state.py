@@ -47,6 +47,16 @@ class QuorumRecord:
     value: str = ""
     control: ControlType = ControlType.DATA
     voters: tuple[ReplicaKey, ...] = ()  # a VotersRecord's voter set (sorted)
+    # a VotersRecord's endpoints: each voter's listeners (their configuration's generation, 1 as formatted),
+    # in ``voters`` order; () when every voter has its first listeners (VotersRecord.Voter.endpoints)
+    endpoints: tuple[int, ...] = ()
+
+    def listeners_of(self, node: int) -> int | None:
+        """The listeners this VotersRecord holds for voter ``node`` (None: not a voter here)."""
+        for i, key in enumerate(self.voters):
+            if key[0] == node:
+                return self.endpoints[i] if self.endpoints else 1
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +151,28 @@ class FetchResponse:
     correlation_id: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class UpdateVoterRequest:
+    """UpdateRaftVoter (KIP-853): a voter's key, its epoch and its local listeners (its kraft.version range is
+    every server's: one software version here)."""
+    voter_key: ReplicaKey
+    current_leader_epoch: int
+    listeners: int
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateVoterResponse:
+    error: str
+    leader_epoch: int
+    leader_id: int | None
+    # 3.9.0 handleUpdateVoterResponse reads the leader's endpoints only when its host is empty, i.e. never
+    endpoints: bool = False
+    correlation_id: int = 0
+
+
 Message = Union[VoteRequest, VoteResponse, BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
-                EndQuorumEpochResponse, FetchRequest, FetchResponse]
+                EndQuorumEpochResponse, FetchRequest, FetchResponse, UpdateVoterRequest, UpdateVoterResponse]
 
 # -- effects: what a step did, as the invariant checker needs it --------------------------------
 
@@ -239,6 +269,9 @@ class Server:
     expected: dict[int, int] = field(default_factory=dict)
     next_correlation: int = 0  # NetworkChannel.newCorrelationId
     leader_endpoints: bool = False  # EpochState.leaderEndpoints() not empty (a follower's; an unattached's never)
+    # KafkaRaftClient.shutdown(timeoutMs) was called (its GracefulShutdown is set and not finished)
+    shutting_down: bool = False
+    listeners: int = 1  # its listeners' configuration (a generation: 1 as formatted, + 1 at each change_listeners)
 
     @property
     def alive(self) -> bool:
@@ -270,6 +303,18 @@ class Server:
             if self.log[offset].control is ControlType.VOTERS:
                 return self.log[offset].voters
         return self.bootstrap_voters
+
+    def voter_listeners(self, node: int) -> int | None:
+        """The listeners of voter ``node`` in this server's last voter set (a bootstrap voter's are its first)."""
+        for offset in range(len(self.log) - 1, -1, -1):
+            if self.log[offset].control is ControlType.VOTERS:
+                return self.log[offset].listeners_of(node)
+        return 1 if any(k[0] == node for k in self.bootstrap_voters) else None
+
+    def voter_node_needs_update(self) -> bool:
+        """3.9.0 ``VoterSet.voterNodeNeedsUpdate(localVoterNode)``: this server is a voter of its last voter
+        set under its own key, and the node recorded there differs from its local one (its listeners)."""
+        return self.is_voter() and self.voter_listeners(self.id) != self.listeners
 
     def voter_ids(self) -> tuple[int, ...]:
         return tuple(sorted(k[0] for k in self.last_voters()[1]))

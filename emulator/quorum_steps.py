@@ -2,7 +2,7 @@
 
 The table reuses ``StepSpec`` / ``Arg`` / ``ArgType`` of ``emulator.steps``; a ``REPLICA`` argument
 names a server of the quorum (a voter or an observer).  Messages are explicit: a step that sends a
-request (``election_timeout``, ``fetch``, ``begin_quorum_epoch``, ``resign``) puts it in flight on
+request (``election_timeout``, ``fetch``, ``begin_quorum_epoch``, ``resign``, ``shutdown``) puts it in flight on
 the link from its sender to its destination; ``deliver`` hands the oldest message of one link to
 its destination, which answers by putting the response in flight on the reverse link; ``drop``
 loses it.  So a search can reorder and lose every request and every response.
@@ -120,8 +120,33 @@ class CheckQuorum:
     kind = QuorumStepKind.CHECK_QUORUM
 
 
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    server: int
+    kind = QuorumStepKind.SHUTDOWN
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownTimeout:
+    server: int
+    kind = QuorumStepKind.SHUTDOWN_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateVoter:
+    server: int
+    kind = QuorumStepKind.UPDATE_VOTER
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeListeners:
+    server: int
+    kind = QuorumStepKind.CHANGE_LISTENERS
+
+
 QuorumStep = Union[ElectionTimeout, Deliver, Drop, QuorumFetch, BeginQuorumEpoch, Resign, Append, AddVoter, RemoveVoter,
-                   QuorumCrash, QuorumRestart, LoseDisk, CheckQuorum]
+                   QuorumCrash, QuorumRestart, LoseDisk, CheckQuorum, Shutdown, ShutdownTimeout, UpdateVoter,
+                   ChangeListeners]
 
 _SERVER = Arg("server", ArgType.REPLICA, required=True, doc="the server the step happens on")
 _LEADER = Arg("server", ArgType.REPLICA, doc="the server the admin client sends to (default: the live leader of the "
@@ -180,6 +205,26 @@ QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): 
              "of its voters (itself counted when it is one) fetched since the previous check or its election, it "
              "resigns (LeaderState.timeUntilCheckQuorumExpires, pollLeader). Refused on a non-leader and on the "
              "leader of a one-voter quorum (its timer never expires)."),
+    StepSpec(QuorumStepKind.SHUTDOWN, Shutdown, (_SERVER,),
+             "A graceful shutdown begins (KafkaRaftClient.shutdown): at each step's end (its poll) the shutdown "
+             "completes -- the server stops -- when it is an observer, the only voter or follows another leader; "
+             "a leader resigns first (EndQuorumEpoch to the voters) and a resigned, unattached or candidate voter "
+             "waits for the next leader (no election timeout meanwhile; it still grants votes). Refused on a "
+             "stopped server or one already shutting down."),
+    StepSpec(QuorumStepKind.SHUTDOWN_TIMEOUT, ShutdownTimeout, (_SERVER,),
+             "The graceful shutdown's timer expires before it completed: the server stops and the shutdown answers "
+             "TimeoutException (GracefulShutdown.failWithTimeout). Refused unless the server is shutting down."),
+    StepSpec(QuorumStepKind.UPDATE_VOTER, UpdateVoter, (_SERVER,),
+             "A follower voter's update-voter period ends (FollowerState.hasUpdateVoterPeriodExpired, "
+             "pollFollowerAsVoter): under kraft.version 1 (dynamic voters), when its own node in its last voter set "
+             "holds other listeners than its configuration's (VoterSet.voterNodeNeedsUpdate) it sends UpdateRaftVoter "
+             "to its leader, else Fetch as usual. The leader appends a VotersRecord with the voter's new listeners and "
+             "answers NONE at once; errors as Kafka's UpdateVoterHandler answers them. Refused unless the server is a "
+             "running follower, a voter, not shutting down."),
+    StepSpec(QuorumStepKind.CHANGE_LISTENERS, ChangeListeners, (_SERVER,),
+             "A stopped server is configured with new listeners (a listener added, a port moved: the old address keeps "
+             "working, messages are not routed by address) and starts; the voter sets keep its old endpoints until an "
+             "UpdateRaftVoter, or its own epoch-start VotersRecord as leader, writes the new ones."),
     StepSpec(QuorumStepKind.LOSE_DISK, LoseDisk, (_SERVER,),
              "A stopped server's disk is replaced: log and quorum-state file are gone, it is formatted again with a new "
              "directory id (without initial voters when voters are dynamic) and starts."),

@@ -63,6 +63,10 @@ class QuorumStepKind(str, Enum):
     RESTART = "restart"
     LOSE_DISK = "lose_disk"
     CHECK_QUORUM = "check_quorum"
+    SHUTDOWN = "shutdown"
+    SHUTDOWN_TIMEOUT = "shutdown_timeout"
+    UPDATE_VOTER = "update_voter"
+    CHANGE_LISTENERS = "change_listeners"
 
     def __str__(self) -> str:
         return self.value

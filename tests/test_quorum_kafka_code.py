@@ -31,6 +31,8 @@ from emulator.quorum_steps import (
     QuorumRestart,
     RemoveVoter,
     Resign,
+    Shutdown,
+    ShutdownTimeout,
 )
 from emulator.quorum_variants import KRAFT595, KRAFT853, KRAFT996
 from emulator.scenario import StepRefused
@@ -421,3 +423,359 @@ def test_leader_should_not_resign_leadership_if_only_one_voter():
     with pytest.raises(StepRefused):
         r(CheckQuorum(1))
     assert r.s(1).role is QuorumRole.LEADER
+
+
+# -- 11. votes and pre-votes from observers: a removed voter that has not fetched its removal -----------
+#
+# Kafka's tests hand a Vote "from an observer" to the client directly.  A server sends Vote only while its
+# own log says it is a voter (3.9.0 transitionToCandidate; 4.x transitionToProspective), so the sender
+# the receiver counts as an observer is a voter removed by a committed VotersRecord it has not fetched
+# (or, for the receiving observer, one added by a VotersRecord it has not fetched).
+
+
+def _removed_voter_3(variant=KRAFT853):
+    """Leader 1 of epoch 1 removes voter 3; 2 fetches the VotersRecord[1, 2] and commits it; 3 does not
+    fetch it, so it still counts itself a voter of {1, 2, 3}."""
+    r = leader_with_hw(variant=variant)
+    r(RemoveVoter(3))
+    r.fetch(2, 2)
+    assert r.s(1).voter_ids() == (1, 2) and r.s(1).hw == r.s(1).leo
+    assert r.s(3).is_voter() and r.s(3).voter_ids() == (1, 2, 3)
+    return r
+
+
+def test_leader_accept_vote_from_observer():
+    """KafkaRaftClientTest.testLeaderAcceptVoteFromObserver (3.9.0; handleVoteRequest has no voter check):
+    the leader of epoch e answers a Vote of epoch e - 1 from a non-voter FENCED_LEADER_EPOCH naming itself,
+    and one of epoch e NONE, not granted (a leader never grants), and stays leader."""
+    r = _removed_voter_3()
+    r(ElectionTimeout(3), Drop(3, 1))  # 3 campaigns in epoch 2: its Vote to 2 stays in flight
+    r(ElectionTimeout(2), ElectionTimeout(2))  # 2 (voters {1, 2}) campaigns in epoch 3
+    r.exchange(2, 1), r.exchange(2, 1)
+    assert r.s(2).role is QuorumRole.LEADER and r.s(2).epoch == 3 and r.s(2).is_voter()
+    r(Deliver(3, 2))  # the observer's Vote of epoch 2
+    answer = r.q.messages(2, 3)[-1]
+    assert (answer.error, answer.leader_epoch, answer.leader_id, answer.vote_granted) == ("FENCED_LEADER_EPOCH", 3, 2, False)
+    r(Deliver(2, 3))  # 3 learns epoch 3 and its leader
+    r(ElectionTimeout(3), Drop(3, 1), Deliver(3, 2))  # its Vote of epoch 4 moves 2 to unattached: Kafka's too
+    assert r.s(2).role is QuorumRole.UNATTACHED and r.s(2).epoch == 4
+
+
+def test_leader_accept_vote_from_observer_in_its_epoch():
+    """testLeaderAcceptVoteFromObserver's second request, the same epoch as the leader's: answered NONE
+    with the leader named, not granted; the leader stays leader."""
+    r = _removed_voter_3()
+    r(ElectionTimeout(3), ElectionTimeout(3), Drop(3, 1), Drop(3, 1))  # 3: candidate in epoch 3, two Votes to 2 in flight
+    r(ElectionTimeout(2), ElectionTimeout(2), ElectionTimeout(2))
+    r.exchange(2, 1), r.exchange(2, 1), r.exchange(2, 1)
+    assert r.s(2).role is QuorumRole.LEADER and r.s(2).epoch == 4
+    r(Drop(3, 2))  # 3's epoch-2 Vote
+    r(ElectionTimeout(3), Drop(3, 1))  # 3: candidate in epoch 4 (its epoch-3 Vote is still first on the link)
+    r(Deliver(3, 2))
+    assert (r.q.messages(2, 3)[-1].error, r.q.messages(2, 3)[-1].leader_epoch) == ("FENCED_LEADER_EPOCH", 4)
+    r(Deliver(3, 2))  # epoch 4: the leader's own
+    answer = r.q.messages(2, 3)[-1]
+    assert (answer.error, answer.leader_epoch, answer.leader_id, answer.vote_granted) == ("NONE", 4, 2, False)
+    assert r.s(2).role is QuorumRole.LEADER and r.s(2).epoch == 4
+
+
+def test_leader_accept_pre_vote_from_observer():
+    """KafkaRaftClientPreVoteTest.testLeaderAcceptPreVoteFromObserver (4.x): a pre-vote from a non-voter of
+    an older epoch is answered FENCED_LEADER_EPOCH naming the leader; of the leader's epoch NONE, not
+    granted; the leader keeps its epoch (a pre-vote of the same epoch changes nothing)."""
+    r = _removed_voter_3(KRAFT996)
+    r(ElectionTimeout(3), Drop(3, 1))  # 3 prospective in epoch 1: its PreVote to 2 in flight
+    assert r.s(3).role is QuorumRole.PROSPECTIVE and r.q.messages(3, 2)[0].pre_vote
+    r(Resign(1), Drop(1, 2))  # 1 steps aside: 2 may pre-vote and vote
+    r(ElectionTimeout(2))
+    r.exchange(2, 1), r.exchange(2, 1), r.exchange(2, 1)
+    assert r.s(2).role is QuorumRole.LEADER and r.s(2).epoch == 2
+    r(Deliver(3, 2))  # the observer's pre-vote of epoch 1
+    answer = r.q.messages(2, 3)[-1]
+    assert (answer.error, answer.leader_epoch, answer.leader_id, answer.vote_granted) == ("FENCED_LEADER_EPOCH", 2, 2, False)
+    r(Deliver(2, 3))  # 3 follows 2 in epoch 2
+    r(ElectionTimeout(3), Drop(3, 1), Deliver(3, 2))
+    answer = r.q.messages(2, 3)[-1]
+    assert (answer.error, answer.leader_epoch, answer.leader_id, answer.vote_granted) == ("NONE", 2, 2, False)
+    assert answer.pre_vote and r.s(2).role is QuorumRole.LEADER and r.s(2).epoch == 2
+
+
+def test_handle_pre_vote_request_as_follower_observer():
+    """KafkaRaftClientPreVoteTest.testHandlePreVoteRequestAsFollowerObserver (4.x): an observer following
+    the leader grants a pre-vote with an up-to-date log until it has fetched from the leader in this epoch,
+    and stays a follower and an observer.  Observer 4 is added (AddRaftVoter) but has not fetched the
+    VotersRecord; voter 2, which has, pre-votes to it."""
+    from emulator.quorum_steps import AddVoter
+
+    for fetched in (True, False):
+        r = leader_with_hw((1, 2, 3), (4,), variant=KRAFT996)
+        r.fetch(4, 3, to=1)  # FENCED_LEADER_EPOCH (it learns the leader), the records, caught up
+        r(AddVoter(4))
+        r.fetch(2, 1)
+        assert 4 in r.s(2).voter_ids() and not r.s(4).is_voter()
+        if not fetched:
+            r(QuorumCrash(4), QuorumRestart(4))  # back as follower of 1 (its file), not fetched in this epoch
+        assert r.s(4).role is QuorumRole.FOLLOWER and r.s(4).has_fetched_from_leader is fetched
+        r(ElectionTimeout(2), Deliver(2, 4))
+        answer = r.q.messages(4, 2)[-1]
+        assert answer.pre_vote and (answer.error, answer.leader_id, answer.vote_granted) == ("NONE", 1, not fetched)
+        assert r.s(4).role is QuorumRole.FOLLOWER and not r.s(4).is_voter()
+
+
+# -- 11. graceful shutdown (3.9.0 KafkaRaftClient.shutdown, maybeCompleteShutdown, pollLeader) ---------------
+
+
+def test_leader_graceful_shutdown():
+    """KafkaRaftClientTest.testLeaderGracefulShutdown (3.9.0): shutdown makes the leader resign and send
+    EndQuorumEpoch while still running; shutting down it still grants a Vote of epoch + 1; the shutdown
+    completes (the server stops, no error) once a new leader is known (BeginQuorumEpoch)."""
+    r = leader_with_hw((1, 2))
+    epoch = r.s(1).epoch
+    r(Shutdown(1))
+    assert r.s(1).role is QuorumRole.RESIGNED and r.s(1).shutting_down and r.s(1).alive
+    assert isinstance(r.q.messages(1, 2)[-1], EndQuorumEpochRequest)
+    r(Deliver(1, 2), ElectionTimeout(2), Deliver(2, 1), Deliver(2, 1))  # the EndQuorumEpoch answer, then the Vote
+    answer = r.q.messages(1, 2)[-1]
+    assert (answer.error, answer.leader_epoch, answer.leader_id, answer.vote_granted) == ("NONE", epoch + 1, None, True)
+    assert r.s(1).role is QuorumRole.UNATTACHED and r.s(1).voted_key == r.s(2).key and r.s(1).shutting_down
+    with pytest.raises(StepRefused):
+        r(ElectionTimeout(1))  # shutting down: no candidacy of its own
+    r(Deliver(1, 2), Deliver(2, 1))  # 2 leads epoch + 1; its BeginQuorumEpoch reaches 1
+    assert r.s(2).role is QuorumRole.LEADER and r.s(1).role is QuorumRole.STOPPED and not r.s(1).shutting_down
+    assert any(e["event"] == "ShutdownCompleted" and e["server"] == 1 for e in r.events) and r.errors == []
+
+
+def test_grant_votes_when_shutting_down():
+    """KafkaRaftClientTest.testGrantVotesWhenShuttingDown (3.9.0): unattached and voted for the candidate
+    in epoch + 1, the Vote answered NONE and granted with no leader."""
+    r = leader_with_hw((1, 2))
+    r(Shutdown(1), Drop(1, 2), ElectionTimeout(2), Deliver(2, 1))
+    assert r.s(1).role is QuorumRole.UNATTACHED and r.s(1).state_file == ElectionState(2, r.s(2).key, None)
+    assert r.q.messages(1, 2)[-1].vote_granted and r.s(1).alive
+
+
+def test_leader_graceful_shutdown_timeout():
+    """KafkaRaftClientTest.testLeaderGracefulShutdownTimeout (3.9.0): no new leader before the shutdown
+    timer expires: the client stops and the shutdown fails with TimeoutException."""
+    r = leader_with_hw((1, 2))
+    r(Shutdown(1))
+    assert r.s(1).alive and isinstance(r.q.messages(1, 2)[-1], EndQuorumEpochRequest)
+    r(ShutdownTimeout(1))
+    assert r.s(1).role is QuorumRole.STOPPED and r.error_codes() == ["TimeoutException"]
+    with pytest.raises(StepRefused):
+        r(ShutdownTimeout(1))
+
+
+def test_follower_and_observer_graceful_shutdown():
+    """KafkaRaftClientTest.testFollowerGracefulShutdown and testObserverGracefulShutdown (3.9.0): a follower
+    (it has a remote leader) and an observer (even one that knows no leader) stop at their next poll."""
+    r = leader_with_hw((1, 2, 3), (4,))
+    assert r.s(4).leader is None
+    r(Shutdown(2), Shutdown(4))
+    assert r.s(2).role is QuorumRole.STOPPED and r.s(4).role is QuorumRole.STOPPED and r.errors == []
+    assert r.s(1).role is QuorumRole.LEADER
+
+
+def test_graceful_shutdown_single_member_quorum():
+    """KafkaRaftClientTest.testGracefulShutdownSingleMemberQuorum (3.9.0): the only voter stops at once,
+    sending nothing."""
+    r = Run((1,))
+    r(Shutdown(1))
+    assert r.s(1).role is QuorumRole.STOPPED and not r.q.in_flight.get((1, 1)) and r.errors == []
+
+
+def test_end_quorum_epoch_sent_based_on_fetch_offset():
+    """KafkaRaftClientTest.testEndQuorumEpochSentBasedOnFetchOffset (3.9.0): the shutting-down leader's
+    EndQuorumEpoch names its preferred successors by descending fetch offset: the close follower first."""
+    r = Run((1, 2, 3))
+    r.elect(1)
+    r(QuorumFetch(2, max_records=1), Deliver(2, 1), Deliver(1, 2))
+    r.fetch(2, 1)  # the lagging follower at offset 1
+    r(Append("foo"), Append("bar"))
+    r.fetch(3, 2)  # the close follower at offset 4
+    r(Shutdown(1))
+    for v in (2, 3):
+        request = r.q.messages(1, v)[-1]
+        assert isinstance(request, EndQuorumEpochRequest) and request.preferred_successors == (3, 2)
+    assert r.s(1).alive and r.s(1).shutting_down
+
+
+def test_candidate_shutting_down_resigns_once_elected():
+    """3.9.0 pollCandidate: shutting down, a candidate keeps its election; elected, its next poll resigns
+    (pollLeader) before any BeginQuorumEpoch is sent, and it waits for the next leader."""
+    r = Run((1, 2, 3))
+    r(ElectionTimeout(1), Shutdown(1))
+    assert r.s(1).role is QuorumRole.CANDIDATE and r.s(1).shutting_down
+    r(Deliver(1, 2), Deliver(2, 1))
+    assert r.s(1).role is QuorumRole.RESIGNED and r.s(1).alive
+    assert not any(isinstance(m, BeginQuorumEpochRequest) for v in (2, 3) for m in r.q.messages(1, v))
+
+
+# -- 11. UpdateRaftVoter (KIP-853; 3.9.0 pollFollowerAsVoter, handleUpdateVoterRequest, UpdateVoterHandler) ------
+
+
+def _moved(r, sid):
+    """``sid`` stops, gets new listeners and starts again (a follower of the leader its file names)."""
+    from emulator.quorum_steps import ChangeListeners
+
+    r(QuorumCrash(sid), ChangeListeners(sid))
+    assert r.s(sid).listeners == 2 and r.s(sid).voter_node_needs_update() is r.s(sid).is_voter()
+
+
+def test_update_voter():
+    """KafkaRaftClientReconfigTest.testUpdateVoter (3.9.0): with a high watermark, the leader answers a
+    voter's UpdateRaftVoter NONE at once, without committing the VotersRecord it appended (the voter's new
+    listeners); the voter is still a voter of the latest set."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2))
+    _moved(r, 2)
+    assert r.s(2).role is QuorumRole.FOLLOWER and r.s(2).leader == 1
+    r(UpdateVoter(2))
+    assert type(r.q.messages(2, 1)[-1]).__name__ == "UpdateVoterRequest"
+    r(Deliver(2, 1))
+    answer = r.q.messages(1, 2)[-1]
+    assert (answer.error, answer.leader_id, answer.leader_epoch) == ("NONE", 1, r.s(1).epoch)
+    last = r.s(1).log[-1]
+    assert last.control.value == "VotersRecord" and last.listeners_of(2) == 2 and last.listeners_of(1) == 1
+    assert r.s(1).hw < r.s(1).leo and 2 in r.s(1).voter_ids() and r.errors == []
+    r(Deliver(1, 2))
+    r.fetch(2, 2)
+    assert r.s(1).hw == r.s(1).leo and not r.s(2).voter_node_needs_update()
+
+
+def test_leader_updates_voter():
+    """KafkaRaftClientReconfigTest.testLeaderUpdatesVoter (3.9.0; LeaderState.appendStartOfEpochControlRecords):
+    a leader whose voter set holds only the bootstrap checkpoint writes it with its own node as configured
+    (new listeners); once the follower fetched, that voter set is committed."""
+    r = Run((1, 2))
+    _moved(r, 1)
+    r.elect(1)
+    r.fetch(2, 2)
+    record = r.s(1).log[1]
+    assert record.control.value == "VotersRecord" and record.listeners_of(1) == 2 and r.s(1).hw == r.s(1).leo == 2
+
+
+def test_new_leader_writes_its_changed_listeners_at_epoch_start():
+    """3.9.0 appendStartOfEpochControlRecords: ``offset == -1 || voterSetAtEpochStart.voterNodeNeedsUpdate``:
+    a voter restarted with new listeners that becomes leader appends LeaderChange and a VotersRecord with
+    its own node updated."""
+    r = leader_with_hw((1, 2, 3))
+    _moved(r, 1)  # resigned leader of epoch 1
+    r(Drop(1, 2), Drop(1, 3))
+    r.elect(1)
+    assert r.s(1).epoch == 2 and r.s(1).role is QuorumRole.LEADER
+    assert [rec.control.value for rec in r.s(1).log[-2:]] == ["LeaderChange", "VotersRecord"]
+    assert r.s(1).log[-1].listeners_of(1) == 2 and r.s(1).log[-1].value == "update_voter=1"
+
+
+def test_update_voter_old_epoch():
+    """KafkaRaftClientReconfigTest.testUpdateVoterOldEpoch (3.9.0; validateLeaderOnlyRequest): the leader of
+    epoch 2 answers an UpdateRaftVoter of epoch 1 FENCED_LEADER_EPOCH; the voter follows it in epoch 2."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2, 3))
+    _moved(r, 2)
+    r(QuorumCrash(1), QuorumRestart(1), Drop(1, 2), Drop(1, 3))
+    r(ElectionTimeout(1), Drop(1, 2))
+    r.exchange(1, 3), r.exchange(1, 3)
+    assert r.s(1).role is QuorumRole.LEADER and r.s(1).epoch == 2 and r.s(2).epoch == 1
+    r(UpdateVoter(2), Deliver(2, 1))
+    assert r.error_codes() == ["FENCED_LEADER_EPOCH"]
+    r(Deliver(1, 2))
+    assert r.s(2).role is QuorumRole.FOLLOWER and (r.s(2).epoch, r.s(2).leader) == (2, 1)
+
+
+def test_update_voter_to_not_leader():
+    """KafkaRaftClientReconfigTest.testUpdateVoterToNotLeader (3.9.0): a server of that epoch that does not
+    lead it (here the leader resigned while the request was in flight) answers NOT_LEADER_OR_FOLLOWER."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2))
+    _moved(r, 2)
+    r(UpdateVoter(2), Resign(1), Deliver(2, 1))
+    assert r.error_codes() == ["NOT_LEADER_OR_FOLLOWER"]
+
+
+def test_update_voter_without_fenced_previous_leaders():
+    """KafkaRaftClientReconfigTest.testUpdateVoterWithoutFencedPreviousLeaders (3.9.0): a new leader without a
+    high watermark yet answers REQUEST_TIMED_OUT."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = Run((1, 2, 3))
+    _moved(r, 2)
+    r.elect(1)
+    assert r.s(2).role is QuorumRole.FOLLOWER and r.s(1).leader_state.high_watermark is None
+    r(UpdateVoter(2), Deliver(2, 1))
+    assert r.error_codes() == ["REQUEST_TIMED_OUT"] and r.s(1).log[-1].value == "bootstrap"
+
+
+def test_update_voter_with_none_voter_id():
+    """KafkaRaftClientReconfigTest.testUpdateVoterWithNoneVoterId (3.9.0; VoterSet.updateVoter empty): a voter
+    removed by a committed VotersRecord it never fetched asks for its update: VOTER_NOT_FOUND."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = _removed_voter_3()
+    _moved(r, 3)
+    assert r.s(3).role is QuorumRole.FOLLOWER and r.s(3).is_voter()
+    r(UpdateVoter(3), Deliver(3, 1))
+    assert r.error_codes() == ["VOTER_NOT_FOUND"]
+
+
+def test_update_voter_with_pending_add_voter():
+    """KafkaRaftClientReconfigTest.testUpdateVoterWithPendingAddVoter (3.9.0; isOperationPending): while an
+    AddRaftVoter waits for its commit, UpdateRaftVoter is answered REQUEST_TIMED_OUT."""
+    from emulator.quorum_steps import AddVoter, UpdateVoter
+
+    r = leader_with_hw((1, 2, 3), (4,))
+    _moved(r, 2)
+    r.fetch(4, 3, to=1)
+    r(AddVoter(4))
+    assert r.s(1).leader_state.pending is not None
+    r(UpdateVoter(2), Deliver(2, 1))
+    assert r.error_codes() == ["REQUEST_TIMED_OUT"]
+
+
+def test_follower_sends_update_voter_only_when_different():
+    """KafkaRaftClientReconfigTest.testFollowerSendsUpdateVoter and testFollowerSendsUpdateVoterWhenDifferent
+    (3.9.0 pollFollowerAsVoter): at its update-voter period a follower whose node in the voter set differs
+    sends UpdateRaftVoter (its key, epoch, listeners), and fetches again after the answer; one whose node
+    is the same fetches; under kraft.version 0 (static voters) it always fetches."""
+    from emulator.quorum_state import FetchRequest, UpdateVoterRequest
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2, 3))
+    r(UpdateVoter(3))
+    assert isinstance(r.q.messages(3, 1)[-1], FetchRequest)
+    _moved(r, 2)
+    r(UpdateVoter(2))
+    request = r.q.messages(2, 1)[-1]
+    assert isinstance(request, UpdateVoterRequest)
+    assert (request.voter_key, request.current_leader_epoch, request.listeners) == (r.s(2).key, r.s(2).epoch, 2)
+    r.exchange(2, 1)
+    r(QuorumFetch(2))
+    assert isinstance(r.q.messages(2, 1)[-1], FetchRequest)
+    s = leader_with_hw((1, 2), variant=KRAFT595)
+    _moved(s, 2)
+    s(UpdateVoter(2))
+    assert isinstance(s.q.messages(2, 1)[-1], FetchRequest)
+    with pytest.raises(StepRefused):
+        s(UpdateVoter(1))  # the leader has no update-voter period
+
+
+def test_update_voter_response_causes_epoch_change():
+    """KafkaRaftClientReconfigTest.testUpdateVoterResponseCausesEpochChange (3.9.0 handleUpdateVoterResponse ->
+    maybeHandleCommonResponse): the answer names a newer epoch and leader (here 1 answers FENCED_LEADER_EPOCH,
+    having voted 3 in epoch 2); the voter follows 3 in epoch 2 and its next Fetch goes to 3."""
+    from emulator.quorum_steps import UpdateVoter
+
+    r = leader_with_hw((1, 2, 3))
+    _moved(r, 2)
+    r(UpdateVoter(2))
+    r(ElectionTimeout(3), Drop(3, 2))
+    r.exchange(3, 1), r.exchange(3, 1)
+    assert r.s(3).role is QuorumRole.LEADER and r.s(3).epoch == 2 and r.s(1).leader == 3
+    r(Deliver(2, 1), Deliver(1, 2))
+    assert r.s(2).role is QuorumRole.FOLLOWER and (r.s(2).epoch, r.s(2).leader) == (2, 3)
+    r(QuorumFetch(2))
+    assert r.q.messages(2, 3)

@@ -178,3 +178,26 @@ def test_the_story_through_the_stream_with_the_quorum_suites(spark, tmp_path):
 
     reasons = [q["reason"] for q in quarantine_rows(on1)]
     assert len(reasons) == 2 and any("refused under kraft853" in r for r in reasons), reasons
+
+
+NEW_VOCABULARY = [Path(__file__).resolve().parent / "kafka" / "quorum" / f"{name}.yaml"
+                  for name in ("leader-graceful-shutdown-timeout", "leader-graceful-shutdown", "update-voter")]
+
+
+@pytest.mark.parametrize("path", NEW_VOCABULARY, ids=lambda p: p.stem)
+def test_issue_47_steps_stream_as_run_replays_them(path):
+    """shutdown, shutdown_timeout, change_listeners and update_voter (issue 47) as stream rows: however cut,
+    the same rows, run's verdicts and errors (TimeoutException included); the state document round-trips
+    after every step (a server shutting down, listeners, UpdateRaftVoter messages in flight)."""
+    s = load_any_scenario(path)
+    rows = quorum_scenario_rows(s)
+    one = stream_rows(rows, 1)
+    assert stream_rows(rows, len(rows)) == one
+    result = run_quorum_scenario(s, "kraft853")
+    assert verdicts(one) == (result["violations"], result["errors"])
+    q, checker = Quorum(s.voters, s.observers, quorum_variant_named("kraft853")), QuorumChecker()
+    for step in s.steps:
+        checker.observe(q, q.apply(step))
+        doc = json.loads(json.dumps(quorum_to_document(q, checker)))
+        q, checker = quorum_from_document(doc)
+        assert quorum_to_document(q, checker) == doc
