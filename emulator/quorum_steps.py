@@ -7,7 +7,8 @@ the link from its sender to its destination; ``deliver`` hands the oldest messag
 its destination, which answers by putting the response in flight on the reverse link; ``drop``
 loses it.  So a search can reorder and lose every request and every response.
 
-Not wired into the stream yet (issue 34); ``emulator.quorum_explore`` searches with these steps.
+Every engine reads this table: ``replemu run``, the stream (``streaming.quorum_stream``), ``replemu
+explore`` (``emulator.quorum_explore``), shrink and the dashboard.
 """
 
 from __future__ import annotations
