@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.invariants import VERDICT_INVARIANTS
+from emulator.quorum_run import SERVER_FIELD_DEFAULTS
 
 
 def _cell(rep: dict[str, Any]) -> str:
@@ -248,7 +249,7 @@ def check_quorum_expectation(result: dict[str, Any], expect: dict[str, Any] | No
     if "errors" in expect and codes != expect["errors"]:
         problems.append(f"errors: expected {expect['errors']}, got {codes}")
     for sid, fields in (expect.get("servers") or {}).items():
-        have = result["final"]["servers"][str(sid)]
+        have = {**SERVER_FIELD_DEFAULTS, **result["final"]["servers"][str(sid)]}
         for name, value in fields.items():
             if have[name] != value:
                 problems.append(f"server {sid} {name}: expected {value!r}, got {have[name]!r}")
