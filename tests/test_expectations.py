@@ -1,6 +1,7 @@
 """Expectation suites on every micro-batch, Data Docs, and the dashboard."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -63,7 +64,7 @@ def dated_page(docs: Path, stable: str) -> tuple[Path, datetime, str]:
     refresh = re.search(r'<meta http-equiv="refresh" content="0; url=([^"]+)">', text)
     links = re.findall(r'<a href="([^"]+)">', text)
     assert refresh and links == [refresh.group(1)], text
-    page = (docs / stable).parent / refresh.group(1)
+    page = Path(os.path.normpath((docs / stable).parent / refresh.group(1)))
     when = datetime.strptime(page.parent.name, RUN_TIME_FORMAT).replace(tzinfo=timezone.utc)
     return page, when, page.read_text(encoding="utf-8")
 

@@ -100,7 +100,7 @@ def test_endpoints_hold_the_partitions_batches_and_findings_of_the_outputs(outpu
         assert cell["partitions"] == sum(name in {v["invariant"] for v in r["violations"]} for r in results)
         if INVARIANTS[name].tier == Tier.STEP:  # the final tier's first judgement may predate the last one
             assert cell["first"]["step"] == min(v["step"] for r in results for v in r["violations"] if v["invariant"] == name)
-        assert cell["first"]["docs"].startswith("/runs/-/data_docs/validations/")
+        assert cell["first"]["docs"].startswith("/runs/-/data_docs/batches/")  # the batch's page, the same in every run
 
     progress = {json.loads(line)["batchId"]: json.loads(line) for line in (output / "progress.jsonl").read_text().splitlines()}
     violations = read_output(output, "violations")
@@ -279,12 +279,19 @@ def test_only_get_and_head_are_answered(server):
 
 
 def test_data_docs_pages_are_served(output, server, client):
+    """Every link to a batch's page is served, and so is the dated GX page it leads to."""
+    from urllib.parse import urljoin
+
     pages = {v["docs"] for b in get_json(client, "/api/runs/-/batches") for v in b["validations"] if v["docs"]}
     assert pages
     overview = get_json(client, "/api/runs/-/overview")
     for path in sorted(pages)[:3] + [overview["docs_index"]]:
         status, body = raw(server, path)
         assert status == 200 and b"<html" in body.lower(), path
+        if path != overview["docs_index"]:
+            target = re.search(rb'http-equiv="refresh" content="0; url=([^"]+)"', body).group(1).decode()
+            status, body = raw(server, urljoin(path, target))
+            assert status == 200 and path.rsplit("/", 1)[1].removesuffix(".html").encode() in body, target  # batch-N-FRAME
 
 
 def test_ctrl_c_stops_the_server_with_exit_0_and_a_job_not_started_is_served(tmp_path):
@@ -663,6 +670,9 @@ def test_a_partition_its_variant_could_not_replay_is_not_expressible_in_every_vi
                 assert "st-nx" in chip.get_attribute("class").split()
                 assert "not expressible under kip903: step 25" in chip.get_attribute("title")
                 assert w.page.locator(f"#pchips .pchip[data-key='{S2_KEY}']").get_attribute("class").split()[1] == "st-lost-allowed"
+                # the variant x invariant table counts s2 alone, and says how many were not judged
+                assert w.page.locator("#matrix td.bad").all_inner_texts() == ["1"] * len(overview["matrix"])
+                assert w.page.locator("#matrix-nx td").all_inner_texts() == ["1"]
                 chip.click()
                 w.wait_until("document.getElementById('partition-info').dataset.status === 'not expressible'")
                 info = w.page.locator("#partition-info").inner_text()

@@ -225,6 +225,12 @@ function drawMatrix() {
     });
     t.append(tr);
   });
+  // partitions a variant could not replay are in no count above: how many there are, under each
+  if (S.runs.some(r => (r.counts || {})["not expressible"])) {
+    const tr = el("tr", {id: "matrix-nx"}); tr.append(el("th", {class: "invariant st-nx", title: "partitions whose variant could not take one of their steps: no verdict, in none of the counts above"}, "not expressible"));
+    S.runs.forEach(r => tr.append(el("td", {class: "nx", "data-run": r.id}, String((r.counts || {})["not expressible"] || 0))));
+    t.append(tr);
+  }
   const wrap = el("div", {class: "scroll"}); wrap.append(t); box.append(wrap);
 }
 
