@@ -307,6 +307,23 @@ def _stream_refusal(result: dict[str, Any] | None, timeline) -> dict[str, Any] |
     return _not_expressible_entry(not_expressible_results([result], frame)[0])
 
 
+def _judged(check: dict[str, Any], refused: set[str]) -> dict[str, Any]:
+    """An expectation result as the views show it: the offending partitions whose variant could
+    not replay them moved to ``not_expressible`` (the GX suites judge every partition's rows; such a
+    partition has no verdict), and ``no_verdict`` when they were all its offenders (the list is
+    whole: at most ``OFFENDING_LIMIT`` offending rows)."""
+    from expectations.suites import OFFENDING_LIMIT
+
+    nx = [k for k in check["partitions"] if k in refused]
+    if not nx:
+        return check
+    judged = [k for k in check["partitions"] if k not in refused]
+    out = dict(check, partitions=judged, not_expressible=nx)
+    if not check["success"] and not judged and check["unexpected_count"] <= OFFENDING_LIMIT:
+        out["no_verdict"] = True
+    return out
+
+
 def _refused_entry(protocol: str | None, step: int) -> dict[str, Any]:
     """A stream partition's "not expressible" (its core answered step ``step`` with
     ``NOT_A_KRAFT_STEP``), as ``_not_expressible_entry`` shows a result's; the partition's own
@@ -612,6 +629,7 @@ class RunReader:
         wanted = known if ids is None else sorted(set(ids).intersection(known))  # each batch once
         applied = self._steps_applied(known, listing)
         refused = {key for b in known for key, (_, step) in self._batch_piece("errors", b, listing).items() if step is not None}
+        refused_keys = {f"{t}/{p}" for t, p in refused}
         out = []
         for b in wanted:
             summary = self._batch_piece("summary", b, listing)
@@ -623,7 +641,7 @@ class RunReader:
                 if key not in refused:
                     for name, _ in entry[3]:
                         counts[name] = counts.get(name, 0) + 1
-            checks = [dict(v, docs=self.docs_href(v["docs"]) if v["docs"] else None)
+            checks = [_judged(dict(v, docs=self.docs_href(v["docs"]) if v["docs"] else None), refused_keys)
                       for v in self._batch_piece("validations", b, listing)]
             p = progress.get(b, {})
             out.append({"batch_id": b, "landed": b in progress, "timestamp": p.get("timestamp"),

@@ -620,7 +620,8 @@ def refused_output(spark, tmp_path_factory) -> Path:
     files[0].write_text(yaml.safe_dump(_s2()), encoding="utf-8")
     files[1].write_text(yaml.safe_dump(_s2("s2-then-forced", forced=True)), encoding="utf-8")
     compile_scenarios(files, root / "events", split=2)
-    run_stream(root / "events", root / "out", root / "ck", "kip903", max_files_per_trigger=1, spark=spark, quiet=True)
+    run_stream(root / "events", root / "out", root / "ck", "kip903", max_files_per_trigger=1, spark=spark, quiet=True,
+               observer=ExpectationsObserver())
     return root / "out"
 
 
@@ -647,6 +648,7 @@ def test_a_partition_its_variant_could_not_replay_is_not_expressible_in_every_vi
     assert {cell["first"]["key"] for cell in overview["matrix"].values()} == {S2_KEY}
     # the violations charted per batch are s2's alone
     summary = read_output(refused_output, "summary")
+    gx_blamed = False
     for b in get_json(client, "/api/runs/-/batches"):
         want: dict[str, int] = {}
         for r in rows[(rows["batch_id"] == b["batch_id"]) & (rows["topic"] == S2_KEY.split("/")[0])].to_dict("records"):
@@ -655,6 +657,13 @@ def test_a_partition_its_variant_could_not_replay_is_not_expressible_in_every_vi
             for f in final_findings(s):
                 want[f["invariant"]] = want.get(f["invariant"], 0) + 1
         assert b["violations"] == want, b["batch_id"]
+        # the GX suites judge every partition's rows: the views name the forced one apart, no verdict
+        for v in b["validations"]:
+            assert FORCED_KEY not in v["partitions"] and v.get("not_expressible", []) in ([], [FORCED_KEY])
+            if v["invariant"] == "UncleanExclusion" and not v["success"]:
+                assert (v["partitions"], v["not_expressible"], v.get("no_verdict")) == ([S2_KEY], [FORCED_KEY], None)
+                gx_blamed = True
+    assert gx_blamed
     detail = get_json(client, f"/api/runs/-/partition?topic={quote(FORCED_KEY.split('/')[0])}&partition=0")
     assert detail["not_expressible"]["text"].startswith(FORCED_TEXT) and detail["violations"] == detail["losses"] == []
 
@@ -671,7 +680,7 @@ def test_a_partition_its_variant_could_not_replay_is_not_expressible_in_every_vi
                 assert "not expressible under kip903: step 25" in chip.get_attribute("title")
                 assert w.page.locator(f"#pchips .pchip[data-key='{S2_KEY}']").get_attribute("class").split()[1] == "st-lost-allowed"
                 # the variant x invariant table counts s2 alone, and says how many were not judged
-                assert w.page.locator("#matrix td.bad").all_inner_texts() == ["1"] * len(overview["matrix"])
+                assert w.page.locator("#matrix td.bad a.first").all_inner_texts() == ["1"] * len(overview["matrix"])
                 assert w.page.locator("#matrix-nx td").all_inner_texts() == ["1"]
                 chip.click()
                 w.wait_until("document.getElementById('partition-info').dataset.status === 'not expressible'")
@@ -712,3 +721,14 @@ def test_a_run_result_a_variant_could_not_replay_is_not_expressible_on_the_dashb
                 assert r["counts"]["not expressible"] == 1 and sum(r["counts"].values()) == 1
             else:
                 assert entry["status"] != "not expressible" and entry["violated"], protocol
+
+
+def test_an_expectation_only_not_expressible_partitions_failed_is_no_verdict():
+    from replemu.dashboard import _judged
+
+    check = {"invariant": "UncleanExclusion", "success": False, "unexpected_count": 1, "partitions": [FORCED_KEY], "docs": None}
+    assert _judged(check, {FORCED_KEY}) == dict(check, partitions=[], not_expressible=[FORCED_KEY], no_verdict=True)
+    both = dict(check, unexpected_count=2, partitions=[S2_KEY, FORCED_KEY])
+    assert _judged(both, {FORCED_KEY}) == dict(both, partitions=[S2_KEY], not_expressible=[FORCED_KEY])
+    cut = dict(check, unexpected_count=21)  # more offenders than GX named: some may have a verdict
+    assert "no_verdict" not in _judged(cut, {FORCED_KEY}) and _judged(check, set()) == check

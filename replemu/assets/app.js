@@ -261,7 +261,7 @@ function drawValidations() {
     const rows = r.batches.flatMap(b => (b.validations || []).map(v => Object.assign({batch: b.batch_id}, v)));
     if (!rows.length) return;
     box.append(el("h3", {}, r.name));
-    const failed = rows.filter(v => !v.success);
+    const failed = rows.filter(v => !v.success && !v.no_verdict);  // no_verdict: only not-expressible partitions failed it
     const p = el("p", {class: "note"}, `${rows.length} expectation results, ${failed.length} failed. `);
     if (r.docs_index) p.append(el("a", {href: r.docs_index}, "GX Data Docs for this run"));
     box.append(p);
@@ -271,13 +271,17 @@ function drawValidations() {
       b.onclick = () => { S.showAllChecks = true; drawValidations(); };
       box.append(b);
     }
-    const list = (all ? rows : failed).slice(-3000);
+    const list = (all ? rows : rows.filter(v => !v.success)).slice(-3000);
     if (!list.length) return;
     const t = el("table"), head = el("tr"); ["batch", "invariant", "expectation", "result", "unexpected", "partitions", "docs"].forEach(h => head.append(el("th", {}, h))); t.append(head);
     list.forEach(v => {
       const tr = el("tr"); [v.batch, v.invariant, v.expectation].forEach(x => tr.append(el("td", {}, String(x))));
-      tr.append(el("td", {class: v.success ? "ok" : "bad"}, v.success ? "pass" : "FAIL"));
-      tr.append(el("td", {}, String(v.unexpected_count)), el("td", {}, (v.partitions || []).join(" ")));
+      tr.append(v.no_verdict ? el("td", {class: "nx", title: "only partitions their variant could not replay failed it: no verdict"}, "not expressible")
+                             : el("td", {class: v.success ? "ok" : "bad"}, v.success ? "pass" : "FAIL"));
+      const parts = el("td", {}, (v.partitions || []).join(" "));
+      if ((v.not_expressible || []).length) parts.append(el("span", {class: "nx", title: "their variant could not replay them: no verdict"},
+                                                            `${(v.partitions || []).length ? " " : ""}${v.not_expressible.join(" ")} (not expressible)`));
+      tr.append(el("td", {}, String(v.unexpected_count)), parts);
       const d = el("td"); if (v.docs) d.append(el("a", {href: v.docs}, "page")); tr.append(d); t.append(tr);
     });
     const wrap = el("div", {class: "scroll"}); wrap.append(t); box.append(wrap);
