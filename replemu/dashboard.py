@@ -207,7 +207,7 @@ def _quorum_entry(r: dict[str, Any]) -> dict[str, Any]:
 def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:
     if entry.get("not_expressible"):  # no verdict: nothing violated, lost or first
         return {"violated": [], "lost": 0, "lost_allowed": 0, "quarantined": quarantined, "error_answers": 0,
-                "status": "not expressible", "first": {}}
+                "status": partition_status([], 0, quarantined, not_expressible=True), "first": {}}
     violated = sorted({v["invariant"] for v in entry["violations"]})
     lost = len(entry["losses"])
     return {"violated": violated, "lost": lost, "lost_allowed": sum(1 for loss in entry["losses"] if loss.get("allowed")),
@@ -722,7 +722,7 @@ class RunReader:
             entry = {"key": f"{key[0]}/{key[1]}", "topic": key[0], "partition": key[1], "scenario": scenario, "steps": steps}
             if key in refused:  # no verdict: what followed the step is not the variant's behaviour
                 entry.update({"violated": [], "lost": 0, "lost_allowed": 0, "quarantined": n_q, "error_answers": errors.get(key, 0),
-                              "status": "not expressible", "first": {},
+                              "status": partition_status([], 0, n_q, not_expressible=True), "first": {},
                               "not_expressible": _refused_entry(meta.get("protocol"), refused[key])})
                 partitions.append(entry)
                 continue
