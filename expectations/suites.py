@@ -214,7 +214,12 @@ class BatchValidator:
         the frames ``validate`` is given, pandas (GX's pandas datasource, in this process) or
         spark (GX's Spark datasource: every metric is a Spark aggregate or a bounded ``limit``;
         only O(expectations) values and at most ``OFFENDING_LIMIT`` rows per failed expectation
-        reach the driver).  Both give the same rows, results files and Data Docs pages."""
+        reach the driver).  Both give the same rows, results files and Data Docs pages.
+
+        A batch's GX run time is the clock when the batch was first validated (read back from
+        ``results_dir`` when the batch is validated again, by a restart replaying it); GX puts it
+        into its page's path, so the rows' ``docs`` column holds the batch's stable page instead
+        (``batch_page``), the same in every run, which leads to the dated one (``write_batch_pages``)."""
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
         import great_expectations as gx
@@ -235,7 +240,9 @@ class BatchValidator:
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.family = family
         self.checks = build_checks(family)
-        prefix = "replemu-quorum" if family == "quorum" else "replemu"
+        prefix = self.prefix = "replemu-quorum" if family == "quorum" else "replemu"
+        self.results_dir = Path(results_dir).resolve() if results_dir is not None else None
+        self._run_times: dict[tuple[str, str], Any] = {}  # (suite, run name) -> run time, without a results_dir
         self.docs_dir = Path(docs_dir).resolve() if docs_dir else None  # GX resolves relative paths elsewhere
         if self.docs_dir:
             self.context.add_data_docs_site(site_name="replemu", site_config={
@@ -296,33 +303,127 @@ class BatchValidator:
         return rows
 
     def _run_id(self, batch_id: int, frame: str):
-        """Named after the micro-batch, with a run time derived from the batch id (not the clock),
-        so a replayed batch writes the same rows and Data Docs paths."""
-        from datetime import datetime, timedelta, timezone
-
+        """Named after the micro-batch; its run time is when the batch was first validated
+        (``_run_time``), so the Data Docs date it by its run and a replayed batch keeps its page."""
         from great_expectations.core.run_identifier import RunIdentifier
 
-        run_time = datetime(2000, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=batch_id)
-        return RunIdentifier(run_name=f"batch-{batch_id:06d}-{frame}", run_time=run_time)
+        run_name = f"batch-{batch_id:06d}-{frame}"
+        return RunIdentifier(run_name=run_name, run_time=self._run_time(f"{self.prefix}-{frame}", run_name))
+
+    def _run_time(self, suite: str, run_name: str):
+        """The run time of a batch's validation: the one its earlier validation stored under
+        ``results_dir`` (a restart replaying the batch: the same results file and page, not a
+        second), else the clock (UTC).  Never part of a row (``batch_page``)."""
+        from datetime import datetime, timezone
+
+        if self.results_dir is None:
+            return self._run_times.setdefault((suite, run_name), datetime.now(timezone.utc))
+        return _first_run_time(self.results_dir / suite / run_name) or datetime.now(timezone.utc)
 
     def _page(self, vr_id) -> str | None:
+        """The ``docs`` of a validation's rows: its batch's stable page (``batch_page``)."""
         if not self.docs_dir:
             return None
         try:
-            parts = vr_id.to_tuple()
-            return "validations/" + "/".join(str(p) for p in parts) + ".html"
+            suite, run_name = (str(p) for p in vr_id.to_tuple()[:2])
         except Exception:  # pragma: no cover - GX internals differ between versions
             return None
+        return batch_page(suite, run_name)
 
     def build_docs(self) -> Path | None:
         """GX (re)builds every page; then the pages are made to work offline (``make_docs_offline``)."""
         if not self.docs_dir:
             return None
         self.context.build_data_docs(site_names=["replemu"])
+        write_batch_pages(self.docs_dir)
         for url, pages in sorted(make_docs_offline(self.docs_dir).items()):
             print(f"replemu: Data Docs: {len(pages)} page(s) load {url} from the network (not in "
                   f"expectations.suites.OFFLINE_URLS), e.g. {pages[0]}", file=sys.stderr)
         return self.docs_dir / "index.html"
+
+
+# --- A batch's stable Data Docs page ----------------------------------------------------------------
+# GX writes a validation's page at validations/SUITE/RUN_NAME/RUN_TIME/ASSET.html: the run time (the
+# clock when the batch was validated) is in the path. The validation rows (OUTPUT/validations) must
+# be the same in every run of the same input, so their ``docs`` column holds
+# batches/SUITE/RUN_NAME.html, a page each Data Docs build writes that leads (an HTML refresh and a
+# link, no script) to the batch's dated page. It lives outside validations/, which GX reads back as
+# its own pages (and cleans of those whose results are gone).
+
+RUN_TIME_FORMAT = "%Y%m%dT%H%M%S.%fZ"  # GX's run time in a results file's and a page's path
+BATCH_PAGES = "batches"  # under data_docs/
+
+
+def batch_page(suite: str, run_name: str) -> str:
+    """A batch's stable page, relative to the Data Docs: the same in every run of the same input."""
+    return f"{BATCH_PAGES}/{suite}/{run_name}.html"
+
+
+def _run_times(run_dir: Path) -> list[tuple[Any, str]]:
+    """(run time, directory name) of every run-time directory under ``run_dir``, earliest first."""
+    from datetime import datetime, timezone
+
+    try:
+        names = [e.name for e in os.scandir(run_dir) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        try:
+            found.append((datetime.strptime(name, RUN_TIME_FORMAT).replace(tzinfo=timezone.utc), name))
+        except ValueError:
+            continue
+    return sorted(found)
+
+
+def _first_run_time(run_dir: Path):
+    times = _run_times(run_dir)
+    return times[0][0] if times else None
+
+
+def _batch_page_html(run_name: str, suite: str, target: str, run_time) -> str:
+    import html
+
+    when = run_time.strftime("%Y-%m-%d %H:%M:%S UTC")
+    href = html.escape(target, quote=True)
+    label = html.escape(f"{run_name} ({suite}), validated {when}")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+            f"<meta http-equiv=\"refresh\" content=\"0; url={href}\">\n"
+            f"<title>{label}</title></head>\n"
+            f"<body><p>GX Data Docs: <a href=\"{href}\">{label}</a></p></body></html>\n")
+
+
+def write_batch_pages(docs_dir: Path) -> int:
+    """Every validated batch's stable page (``batch_page``) under ``docs_dir``, leading to its
+    dated GX page (the earliest, should a batch have several); a page is written only when its
+    text changes, and one whose GX page is gone is removed.  Returns how many were written."""
+    docs_dir = Path(docs_dir)
+    wanted: dict[Path, str] = {}
+    for suite_dir in sorted(p for p in (docs_dir / "validations").glob("*") if p.is_dir() and not p.is_symlink()):
+        for run_dir in sorted(p for p in suite_dir.iterdir() if p.is_dir() and not p.is_symlink()):
+            for run_time, name in _run_times(run_dir):
+                pages = sorted(p.name for p in (run_dir / name).glob("*.html") if p.is_file())
+                if pages:
+                    target = f"../../validations/{suite_dir.name}/{run_dir.name}/{name}/{pages[0]}"
+                    wanted[docs_dir / batch_page(suite_dir.name, run_dir.name)] = _batch_page_html(
+                        run_dir.name, suite_dir.name, target, run_time)
+                    break
+    for page in (docs_dir / BATCH_PAGES).glob("*/*.html"):
+        if page not in wanted:
+            page.unlink()
+    written = 0
+    for page, text in wanted.items():
+        try:
+            if page.read_text(encoding="utf-8") == text:
+                continue
+        except OSError:
+            pass
+        page.parent.mkdir(parents=True, exist_ok=True)
+        tmp = page.with_name(f".{page.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, page)
+        written += 1
+    return written
 
 
 # --- Data Docs that work offline ----------------------------------------------------------------

@@ -47,7 +47,7 @@ from emulator.result import ResultFormatError, check_result_document
 from .cli_common import EXIT_OK, fail, output_problem
 
 MAX_TIMELINES = 50  # partitions whose step timeline and log are embedded in a static page
-STATUSES = ("ok", "violated", "lost data", "error")  # a partition's status, the job view's categories
+STATUSES = ("ok", "violated", "lost data", "error", "not expressible")  # a partition's status, the job view's categories
 ASSETS = ("page.html", "app.js", "style.css")
 
 
@@ -60,9 +60,13 @@ def asset_text(name: str) -> str:
     return resources.files("replemu").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def partition_status(violated: list[str], lost: int, quarantined: int) -> str:
-    """``lost data`` (the partition lost records), ``violated`` (an invariant broke),
-    ``error`` (rows of its input went to quarantine, so its results lack them), else ``ok``."""
+def partition_status(violated: list[str], lost: int, quarantined: int, not_expressible: bool = False) -> str:
+    """``not expressible`` (its variant could not take one of its steps: no verdict at all, what
+    followed that step is not the variant's behaviour), ``lost data`` (the partition lost records),
+    ``violated`` (an invariant broke), ``error`` (rows of its input went to quarantine, so its
+    results lack them), else ``ok``."""
+    if not_expressible:
+        return "not expressible"
     if lost:
         return "lost data"
     if violated:
@@ -201,6 +205,9 @@ def _quorum_entry(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:
+    if entry.get("not_expressible"):  # no verdict: nothing violated, lost or first
+        return {"violated": [], "lost": 0, "lost_allowed": 0, "quarantined": quarantined, "error_answers": 0,
+                "status": partition_status([], 0, quarantined, not_expressible=True), "first": {}}
     violated = sorted({v["invariant"] for v in entry["violations"]})
     lost = len(entry["losses"])
     return {"violated": violated, "lost": lost, "lost_allowed": sum(1 for loss in entry["losses"] if loss.get("allowed")),
@@ -239,18 +246,27 @@ def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise DashboardError(f"{path}: not a replemu result JSON file ({exc})") from None
-    if isinstance(data, list):  # a variant's "not expressible" answer has no state to draw: the others' are shown
-        data = [r for r in data if not (isinstance(r, dict) and "not_expressible" in r)] or data
-    quorum = _quorum_results(data, str(path))
-    if quorum is None:
-        try:
-            results = check_result_document(data, str(path))
-        except ResultFormatError as exc:
-            raise DashboardError(str(exc)) from None
+    # A variant's "not expressible" answer (no verdict, no state to draw) is its scenario's entry
+    # with that status and why; the others' results are read as before.
+    items = data if isinstance(data, list) else [data]
+    refused = [r for r in items if isinstance(r, dict) and isinstance(r.get("not_expressible"), dict)]
+    answered = [r for r in items if not (isinstance(r, dict) and isinstance(r.get("not_expressible"), dict))]
+    results: list[dict[str, Any]] = []
+    if answered or not refused:
+        quorum = _quorum_results(answered, str(path))
+        family = "partition" if quorum is None else "quorum"
+        results = quorum if quorum is not None else _checked(answered, str(path))
     else:
-        results = quorum
-    family = "partition" if quorum is None else "quorum"
-    names = list(INVARIANT_NAMES) if quorum is None else list(QUORUM_INVARIANT_NAMES)
+        family = "quorum" if any(r.get("family") == "quorum" for r in refused) else "partition"
+    if family == "partition" and refused:
+        _checked(refused, str(path))
+    for r in refused:
+        if not (isinstance(r.get("scenario"), str) and isinstance(r.get("protocol"), str)
+                and isinstance(r["not_expressible"].get("step"), int)):
+            raise DashboardError(f"{path}: a \"not expressible\" result without its scenario, protocol or step")
+    kept = {id(r) for r in (*results, *refused)}
+    results = [r for r in items if id(r) in kept]  # the document's order
+    names = list(INVARIANT_NAMES) if family == "partition" else list(QUORUM_INVARIANT_NAMES)
     runs: dict[str, dict] = {}
     for r in results:
         run = runs.setdefault(r["protocol"], {
@@ -258,7 +274,11 @@ def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
             "protocol": r["protocol"], "family": family, "invariants": names,
             "source": str(path), "partitions": [], "batches": [], "docs_index": None, "quarantined": 0,
             "results": True})  # a run's results: one entry per scenario, shown by its name
-        if quorum is not None:
+        if isinstance(r.get("not_expressible"), dict):
+            entry = {"key": r["scenario"], "topic": r["scenario"], "partition": 0, "scenario": r["scenario"],
+                     "steps": r["not_expressible"]["step"], "timeline": None, "log": None, "violations": [], "losses": [],
+                     "errors": [], "final": None, "not_expressible": _not_expressible_entry(r)}
+        elif family == "quorum":
             entry = _quorum_entry(r)
         else:
             trace = r.get("trace")
@@ -273,6 +293,64 @@ def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
         run["counts"] = _status_counts(run["partitions"])
         run["findings"] = _finding_counts(run["partitions"])
     return out
+
+
+def _stream_refusal(result: dict[str, Any] | None, timeline) -> dict[str, Any] | None:
+    """A stream partition's result read as ``replemu run``'s "not expressible" answer when its
+    variant could not take one of its steps (``streaming.results.not_expressible_results``;
+    ``timeline``, an Arrow table, describes the step), else None."""
+    from streaming.results import not_expressible_results, refused_step
+
+    if result is None or refused_step(result) is None:
+        return None
+    frame = timeline.select(["scenario", "seq", "event"]).to_pandas() if timeline is not None else None
+    return _not_expressible_entry(not_expressible_results([result], frame)[0])
+
+
+def _judged(check: dict[str, Any], refused: set[str]) -> dict[str, Any]:
+    """An expectation result as the views show it: the offending partitions whose variant could
+    not replay them moved to ``not_expressible`` (the GX suites judge every partition's rows; such a
+    partition has no verdict), and ``no_verdict`` when they were all its offenders (the list is
+    whole: at most ``OFFENDING_LIMIT`` offending rows)."""
+    from expectations.suites import OFFENDING_LIMIT
+
+    nx = [k for k in check["partitions"] if k in refused]
+    if not nx:
+        return check
+    judged = [k for k in check["partitions"] if k not in refused]
+    out = dict(check, partitions=judged, not_expressible=nx)
+    if not check["success"] and not judged and check["unexpected_count"] <= OFFENDING_LIMIT:
+        out["no_verdict"] = True
+    return out
+
+
+def _refused_entry(protocol: str | None, step: int) -> dict[str, Any]:
+    """A stream partition's "not expressible" (its core answered step ``step`` with
+    ``NOT_A_KRAFT_STEP``), as ``_not_expressible_entry`` shows a result's; the partition's own
+    view names the step (``RunReader.partition``)."""
+    from streaming.results import refused_reason
+
+    variant = protocol or "its variant's"
+    reason = refused_reason(variant)
+    return {"step": step, "description": None, "reason": reason,
+            "text": f"not expressible under {variant}: step {step}: {reason}"}
+
+
+def _checked(results: list, source: str) -> list[dict[str, Any]]:
+    try:
+        return check_result_document(results, source)
+    except ResultFormatError as exc:
+        raise DashboardError(str(exc)) from None
+
+
+def _not_expressible_entry(result: dict[str, Any]) -> dict[str, Any]:
+    """What the views show of a variant's "not expressible" answer: the step, what it was, why,
+    and the one line (``not_expressible_text``)."""
+    from emulator.result import not_expressible_text
+
+    n = result["not_expressible"]
+    return {"step": n.get("step"), "description": n.get("description"), "reason": n.get("reason"),
+            "text": not_expressible_text(result)}
 
 
 def _matrix_from_entries(entries: list[dict], names: list[str] | tuple[str, ...] = INVARIANT_NAMES) -> dict[str, Any]:
@@ -550,15 +628,20 @@ class RunReader:
         known = self._batch_ids(listing, progress)
         wanted = known if ids is None else sorted(set(ids).intersection(known))  # each batch once
         applied = self._steps_applied(known, listing)
+        refused = {key for b in known for key, (_, step) in self._batch_piece("errors", b, listing).items() if step is not None}
+        refused_keys = {f"{t}/{p}" for t, p in refused}
         out = []
         for b in wanted:
             summary = self._batch_piece("summary", b, listing)
-            counts: dict[str, int] = {}
+            counts: dict[str, int] = {}  # a "not expressible" partition's findings are no verdict: not counted
             for v in self._batch_piece("violations", b, listing):
-                counts[v["invariant"]] = counts.get(v["invariant"], 0) + 1
-            for name, n in summary["final_counts"].items():
-                counts[name] = counts.get(name, 0) + n
-            checks = [dict(v, docs=self.docs_href(v["docs"]) if v["docs"] else None)
+                if (v["topic"], v["partition"]) not in refused:
+                    counts[v["invariant"]] = counts.get(v["invariant"], 0) + 1
+            for key, entry in summary["latest"].items():
+                if key not in refused:
+                    for name, _ in entry[3]:
+                        counts[name] = counts.get(name, 0) + 1
+            checks = [_judged(dict(v, docs=self.docs_href(v["docs"]) if v["docs"] else None), refused_keys)
                       for v in self._batch_piece("validations", b, listing)]
             p = progress.get(b, {})
             out.append({"batch_id": b, "landed": b in progress, "timestamp": p.get("timestamp"),
@@ -593,10 +676,11 @@ class RunReader:
         listing = self.listing()
         ids = [b for b, _ in status["batches"]]
         latest: dict[tuple[str, int], tuple] = {}
-        first: dict[str, tuple] = {}  # invariant -> (batch, step, topic, partition)
         lost: dict[tuple[str, int], int] = {}
         lost_allowed: dict[tuple[str, int], int] = {}  # of them, losses a fault the model permits caused
         errors: dict[tuple[str, int], int] = {}
+        refused: dict[tuple[str, int], int] = {}  # partition -> the first step its variant could not take
+        firsts: dict[tuple[str, tuple[str, int]], tuple[int, int]] = {}  # (invariant, partition) -> first (batch, step)
         quarantined: dict[tuple[str, int], int] = {}
         quarantined_total = 0
         docs: dict[tuple[int, str], str] = {}
@@ -607,21 +691,21 @@ class RunReader:
             for key, (_, _, _, final_steps) in summary["latest"].items():
                 for name, step in final_steps:
                     steps_of.setdefault(key, {}).setdefault(name, step)
-            for name, (step, topic, partition) in summary["final_first"].items():
-                cand = (b, step, topic, partition)
-                if name not in first or cand < first[name]:
-                    first[name] = cand
+                    if (name, key) not in firsts or (b, step) < firsts[(name, key)]:
+                        firsts[(name, key)] = (b, step)
             for v in self._batch_piece("violations", b, listing):
-                cand = (b, v["at_step"], v["topic"], v["partition"])
-                if v["invariant"] not in first or cand < first[v["invariant"]]:
-                    first[v["invariant"]] = cand
+                fk = (v["invariant"], (v["topic"], v["partition"]))
+                if fk not in firsts or (b, v["at_step"]) < firsts[fk]:
+                    firsts[fk] = (b, v["at_step"])
                 known = steps_of.setdefault((v["topic"], v["partition"]), {})
                 known[v["invariant"]] = min(known.get(v["invariant"], v["at_step"]), v["at_step"])
             for key, (n, n_allowed) in self._batch_piece("losses", b, listing).items():
                 lost[key] = lost.get(key, 0) + n
                 lost_allowed[key] = lost_allowed.get(key, 0) + n_allowed
-            for key, n in self._batch_piece("errors", b, listing).items():
+            for key, (n, step) in self._batch_piece("errors", b, listing).items():
                 errors[key] = errors.get(key, 0) + n
+                if step is not None:
+                    refused[key] = min(refused.get(key, step), step)
             for key, n in self._batch_piece("quarantine", b, listing).items():
                 quarantined_total += n
                 if key[0] is not None and key[1] is not None:
@@ -631,16 +715,28 @@ class RunReader:
                     docs[(b, v["invariant"])] = v["docs"]
         partitions = []
         per_invariant: dict[str, int] = {}
+        meta = self.meta()
         for key in sorted(set(latest) | set(quarantined), key=lambda k: (k[0], k[1])):
             scenario, steps, violated, _ = latest.get(key, (None, 0, (), ()))
+            n_lost, n_q = lost.get(key, 0), quarantined.get(key, 0)
+            entry = {"key": f"{key[0]}/{key[1]}", "topic": key[0], "partition": key[1], "scenario": scenario, "steps": steps}
+            if key in refused:  # no verdict: what followed the step is not the variant's behaviour
+                entry.update({"violated": [], "lost": 0, "lost_allowed": 0, "quarantined": n_q, "error_answers": errors.get(key, 0),
+                              "status": partition_status([], 0, n_q, not_expressible=True), "first": {},
+                              "not_expressible": _refused_entry(meta.get("protocol"), refused[key])})
+                partitions.append(entry)
+                continue
             for name in violated:
                 per_invariant[name] = per_invariant.get(name, 0) + 1
-            n_lost, n_q = lost.get(key, 0), quarantined.get(key, 0)
-            partitions.append({"key": f"{key[0]}/{key[1]}", "topic": key[0], "partition": key[1], "scenario": scenario,
-                               "steps": steps, "violated": list(violated), "lost": n_lost,
-                               "lost_allowed": lost_allowed.get(key, 0), "quarantined": n_q,
-                               "error_answers": errors.get(key, 0), "status": partition_status(list(violated), n_lost, n_q),
-                               "first": {n: s for n, s in steps_of.get(key, {}).items() if n in violated}})
+            entry.update({"violated": list(violated), "lost": n_lost, "lost_allowed": lost_allowed.get(key, 0), "quarantined": n_q,
+                          "error_answers": errors.get(key, 0), "status": partition_status(list(violated), n_lost, n_q),
+                          "first": {n: s for n, s in steps_of.get(key, {}).items() if n in violated}})
+            partitions.append(entry)
+        first: dict[str, tuple] = {}  # invariant -> (batch, step, topic, partition), of partitions with a verdict
+        for (name, key), (b, step) in firsts.items():
+            cand = (b, step, key[0], key[1])
+            if key not in refused and (name not in first or cand < first[name]):
+                first[name] = cand
         matrix = {}
         for name in INVARIANT_NAMES:
             if name not in first and name not in per_invariant:
@@ -650,7 +746,6 @@ class RunReader:
                 "key": f"{f[2]}/{f[3]}", "step": f[1], "batch_id": f[0],
                 "docs": self.docs_href(docs[(f[0], name)]) if (f[0], name) in docs else None}}
         index = self.out / "data_docs" / "index.html"
-        meta = self.meta()
         result = {"id": self.run_id, "name": self.name(meta), "protocol": meta.get("protocol"), "source": str(self.out),
                   "version": status["version"], "batch_ids": ids, "partitions": partitions, "matrix": matrix,
                   "counts": _status_counts(partitions), "findings": _finding_counts(partitions), "quarantined": quarantined_total,
@@ -731,6 +826,9 @@ class RunReader:
                  "final": result["final"] if result else None}
         if problem:
             entry["problem"] = problem
+        refusal = _stream_refusal(result, tables["timeline"])
+        if refusal is not None:  # no verdict: the views show the step and why, not its findings
+            entry.update({"not_expressible": refusal, "violations": [], "losses": []})
         return entry
 
     def logs_at(self, topic: str, partition: int, step: int) -> dict[str, list] | None:
@@ -845,7 +943,7 @@ _OVERVIEW_COLUMNS = {
     "summary": ["topic", "partition", "scenario", "steps", "violated", "final_findings"],
     "violations": ["topic", "partition", "at_step", "invariant"],
     "losses": ["topic", "partition", "allowed"],
-    "errors": ["topic", "partition"],
+    "errors": ["topic", "partition", "at_step", "error"],
     "quarantine": ["topic", "partition"],
     "validations": ["invariant", "expectation", "frame", "success", "unexpected_count", "partitions", "docs"],
 }
@@ -853,8 +951,8 @@ _OVERVIEW_COLUMNS = {
 
 def _summary_piece(rows: list[dict] | None) -> dict[str, Any]:
     """The batch's summary rows: per partition (scenario, steps, every invariant broken as of
-    the batch); the final tier's findings counted and their first step."""
-    piece: dict[str, Any] = {"latest": {}, "final_counts": {}, "final_first": {}}
+    the batch, the final tier's findings with their steps)."""
+    piece: dict[str, Any] = {"latest": {}}
     for r in rows or ():
         topic, partition, scenario, steps = r["topic"], r["partition"], r["scenario"], r["steps"]
         violated, findings = r["violated"], r["final_findings"]
@@ -863,11 +961,7 @@ def _summary_piece(rows: list[dict] | None) -> dict[str, Any]:
         for f in (json.loads(findings) if isinstance(findings, str) else []):
             name = f["invariant"]
             names.add(name)
-            piece["final_counts"][name] = piece["final_counts"].get(name, 0) + 1
-            cand = (int(f.get("step") or steps or 0), topic, partition)
-            final_steps.append((name, cand[0]))
-            if name not in piece["final_first"] or cand < piece["final_first"][name]:
-                piece["final_first"][name] = cand
+            final_steps.append((name, int(f.get("step") or steps or 0)))
         piece["latest"][(topic, partition)] = (scenario, steps, tuple(sorted(names)), tuple(final_steps))
     return piece
 
@@ -884,6 +978,21 @@ def _count_piece(rows: list[dict] | None) -> dict[tuple, int]:
     return counts
 
 
+def _errors_piece(rows: list[dict] | None) -> dict[tuple, tuple[int, int | None]]:
+    """Per partition: (error answers, the first step its variant's controller could not take, or
+    None: the core's ``NOT_A_KRAFT_STEP`` answer, which makes the partition "not expressible")."""
+    from emulator.kraft import REFUSED
+
+    counts: dict[tuple, tuple[int, int | None]] = {}
+    for r in rows or ():
+        key = (r["topic"], r["partition"])
+        n, refused = counts.get(key, (0, None))
+        if r.get("error") == REFUSED and r.get("at_step") is not None:
+            refused = int(r["at_step"]) if refused is None else min(refused, int(r["at_step"]))
+        counts[key] = (n + 1, refused)
+    return counts
+
+
 def _loss_piece(rows: list[dict] | None) -> dict[tuple, tuple[int, int]]:
     """Per partition: (records lost, of them allowed)."""
     counts: dict[tuple, tuple[int, int]] = {}
@@ -894,17 +1003,22 @@ def _loss_piece(rows: list[dict] | None) -> dict[tuple, tuple[int, int]]:
     return counts
 
 
+# A validation row's Data Docs page: its batch's stable page (expectations.suites.batch_page), or
+# GX's dated page itself (the rows of outputs written before the stable pages).
+DOCS_PAGES = ("batches/", "validations/")
+
+
 def _validations_piece(rows: list[dict] | None) -> list[dict]:
     out = []
     for v in rows or ():
         docs = v.get("docs")
         out.append({"invariant": v.get("invariant"), "expectation": v.get("expectation"), "success": bool(v.get("success")),
                     "unexpected_count": int(v.get("unexpected_count") or 0), "partitions": list(v.get("partitions") or []),
-                    "docs": docs if isinstance(docs, str) and docs.startswith("validations/") else None})
+                    "docs": docs if isinstance(docs, str) and docs.startswith(DOCS_PAGES) else None})
     return out
 
 
-_PIECE_BUILDERS = {"summary": _summary_piece, "violations": _rows_piece, "losses": _loss_piece, "errors": _count_piece,
+_PIECE_BUILDERS = {"summary": _summary_piece, "violations": _rows_piece, "losses": _loss_piece, "errors": _errors_piece,
                    "quarantine": _count_piece, "validations": _validations_piece}
 _EMPTY_PIECE = {"summary": lambda: _summary_piece(None), "violations": list, "losses": dict, "errors": dict,
                 "quarantine": dict, "validations": list}

@@ -227,10 +227,15 @@ def _print_human(scenario, result, summary: bool, renderers=PARTITION_RENDERERS)
 
 def cmd_export(args: argparse.Namespace) -> int:
     import json
+    from pathlib import Path
 
     from emulator.result import ResultFormatError, check_result_document
     from scenario_io.kafka_logs import export_result
 
+    if Path(args.result).is_dir():
+        hint = (f"; a stream's output: replemu results {args.result} --json > results.json, then export that"
+                if (Path(args.result) / "run.json").is_file() else "")
+        return fail(f"replemu: error: {args.result}: a directory, not the JSON of replemu run --json{hint}")
     try:
         data = json.loads(open(args.result, encoding="utf-8").read())
     except (OSError, ValueError) as exc:
@@ -239,7 +244,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         results = check_result_document(data, args.result)
     except ResultFormatError as exc:
         return fail(f"replemu: error: {exc}")
-    from pathlib import Path
+    if all("not_expressible" in r for r in results):  # nothing to write: a refusal, as replemu run's
+        named = "; ".join(f"{r['scenario']}: {not_expressible_text(r)}" for r in results[:2])
+        more = f"; and {len(results) - 2} more" if len(results) > 2 else ""
+        return fail(f"replemu: error: {args.result}: nothing to export, no result has replicas ({named}{more})")
 
     problem = output_problem(args.to, "--to")
     if problem:

@@ -95,8 +95,8 @@ EXCLUDED = {
                       "batch committed just before the kill)",
     "replemu.lock": "the job's lock on its output directory, not an output: it names the holder while held and is "
                     "emptied on release; an in-process reference (run_stream) takes no lock",
-    "data_docs/": "GX Data Docs (HTML): the build time, the validation time and GX's random ids are in every page; "
-                  "compared separately below with those masked",
+    "data_docs/": "GX Data Docs (HTML): the build time, the validation time and GX's random ids are in every page "
+                  "(and the validation time in a batch's page path); compared separately below with those masked",
     "logs/": "the job's log (OUTPUT/logs/replemu.log: what the JVM and its Python workers printed, the traces of a "
              "failure): timestamps, and the lines of every attempt; not an output",
     "gx_results/": "GX's validation results (JSON, read by the Data Docs build): they carry GX's load time and random "
@@ -630,17 +630,20 @@ def compare_trees(ref: Path, got: Path) -> Comparison:
 
 def compare_docs(ref: Path, got: Path) -> dict[str, object]:
     """The Data Docs pages: which exist in both, and which read the same once the timestamps and
-    GX's random ids are masked."""
-    ref_pages = [f for f in _files(ref) if f.endswith(".html")] if ref.is_dir() else []
-    got_pages = set(f for f in _files(got) if f.endswith(".html")) if got.is_dir() else set()
+    GX's random ids are masked, in their text and in their paths (a batch's GX page is in a
+    directory named after the clock when it was validated)."""
+    def pages(root: Path) -> dict[str, str]:
+        return {_MASK.sub("#", f): f for f in _files(root) if f.endswith(".html")} if root.is_dir() else {}
 
     def masked(p: Path) -> str:
         return _MASK.sub("#", p.read_text(encoding="utf-8", errors="replace"))
 
-    same = [f for f in ref_pages if f in got_pages and masked(ref / f) == masked(got / f)]
-    return {"pages": len(ref_pages), "present": sum(f in got_pages for f in ref_pages), "same": len(same),
-            "missing": [f for f in ref_pages if f not in got_pages], "extra": sorted(got_pages - set(ref_pages)),
-            "different": [f for f in ref_pages if f in got_pages and f not in same]}
+    ref_pages, got_pages = pages(ref), pages(got)
+    same = [k for k in ref_pages if k in got_pages and masked(ref / ref_pages[k]) == masked(got / got_pages[k])]
+    return {"pages": len(ref_pages), "present": sum(k in got_pages for k in ref_pages), "same": len(same),
+            "missing": [f for k, f in ref_pages.items() if k not in got_pages],
+            "extra": sorted(f for k, f in got_pages.items() if k not in ref_pages),
+            "different": [f for k, f in ref_pages.items() if k in got_pages and k not in same]}
 
 
 @dataclass

@@ -61,12 +61,12 @@ def read_results(output_dir: str | Path) -> list[dict[str, Any]]:
     if not (output_dir / "run.json").exists():
         raise ResultsError(f"{output_dir}: not a replemu stream output directory (no run.json)")
     results = results_from_frames({kind: read_output(output_dir, kind) for kind in RESULT_KINDS})
-    if any(_refused_step(r) is not None for r in results):
+    if any(refused_step(r) is not None for r in results):
         results = not_expressible_results(results, read_output(output_dir, "timeline"))
     return results
 
 
-def _refused_step(result: dict[str, Any]) -> int | None:
+def refused_step(result: dict[str, Any]) -> int | None:
     """The first step the variant's controller could not take (the core's ``NOT_A_KRAFT_STEP``
     answer: the stream goes on, changing nothing), or None."""
     from emulator.kraft import REFUSED
@@ -87,15 +87,21 @@ def not_expressible_results(results: list[dict[str, Any]], timeline) -> list[dic
             described[(str(row["scenario"]), int(row["seq"]))] = str(row["event"])
     out = []
     for r in results:
-        step = _refused_step(r)
+        step = refused_step(r)
         if step is None:
             out.append(r)
             continue
         key = (r["scenario"], step)
         out.append(not_expressible_result(r["scenario"], r["protocol"], step, described.get(key, f"seq {step}"),
-                                          f"not a step the {r['protocol']} controller can take (the core answered "
-                                          f"NOT_A_KRAFT_STEP; replemu run of the scenario under {r['protocol']} says why)"))
+                                          refused_reason(r["protocol"])))
     return out
+
+
+def refused_reason(protocol: str) -> str:
+    """Why a stream's partition is "not expressible" under ``protocol`` (its core answered a step
+    with ``NOT_A_KRAFT_STEP``): the results' and the dashboard's words."""
+    return (f"not a step the {protocol} controller can take (the core answered NOT_A_KRAFT_STEP; "
+            f"replemu run of the scenario under {protocol} says why)")
 
 
 def results_from_frames(frames: dict[str, Any]) -> list[dict[str, Any]]:

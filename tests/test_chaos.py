@@ -70,6 +70,23 @@ def test_the_comparison_sees_a_changed_byte_a_lost_file_and_a_leftover_one_but_n
     assert c.excluded == {"progress.jsonl": 2, "data_docs/": 2}
 
 
+def test_the_data_docs_comparison_masks_the_validation_time_in_a_pages_path(tmp_path):
+    """A batch's GX page is in a directory named after its validation time: the same page of two
+    runs is the same page, a page lost is missing."""
+    pages = "validations/replemu-partitions/batch-000000-partitions/"
+    for root, when in (("ref", "20261129T003422.940328Z"), ("got", "20261130T101010.000001Z")):
+        docs = tmp_path / root
+        (docs / pages / when).mkdir(parents=True)
+        (docs / pages / when / "replemu-partitions.html").write_text(f"<p>run {when}</p>")
+        (docs / "batches/replemu-partitions").mkdir(parents=True)
+        (docs / "batches/replemu-partitions/batch-000000-partitions.html").write_text(f'<a href="../../{pages}{when}/replemu-partitions.html">x</a>')
+    d = chaos.compare_docs(tmp_path / "ref", tmp_path / "got")
+    assert (d["pages"], d["present"], d["same"], d["missing"], d["extra"], d["different"]) == (2, 2, 2, [], [], [])
+    shutil.rmtree(tmp_path / "got" / pages / "20261130T101010.000001Z")
+    assert chaos.compare_docs(tmp_path / "ref", tmp_path / "got")["missing"] == [
+        pages + "20261129T003422.940328Z/replemu-partitions.html"]
+
+
 def test_the_row_comparison_and_the_file_comparison_see_one_changed_value(tmp_path):
     """What makes the Spark test below fail: one value of one row of a copied output, changed, is
     reported by both comparisons it makes (rows per micro-batch and kind, and file bytes), and

@@ -1,9 +1,11 @@
 """Expectation suites on every micro-batch, Data Docs, and the dashboard."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
+from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from emulator import VARIANT_NAMES
 from emulator.invariants import INVARIANT_NAMES
 from expectations.suites import (
     OFFLINE_URLS,
+    RUN_TIME_FORMAT,
     BatchValidator,
     ExpectationsObserver,
     build_checks,
@@ -35,14 +38,78 @@ def validations(output: Path) -> pd.DataFrame:
     return ds.dataset(str(output / "validations"), format="parquet", partitioning="hive").to_table().to_pandas()
 
 
+WINDOWS: dict[str, tuple[datetime, datetime]] = {}  # a stream of s1_streams -> the clock before and after it
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
 @pytest.fixture(scope="module")
 def s1_streams(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("s1")
     compile_scenarios([S1], root / "events", split=3)
     for protocol in ("hw", "kip320"):
+        before = now()
         run_stream(root / "events", root / protocol, root / f"ckpt-{protocol}", protocol, max_files_per_trigger=1, spark=spark, quiet=True,
                    observer=ExpectationsObserver())
+        WINDOWS[protocol] = (before, now())
     return root
+
+
+def dated_page(docs: Path, stable: str) -> tuple[Path, datetime, str]:
+    """The GX page a validation row's stable ``docs`` page leads to (its refresh and its link say
+    the same), the run time in its path, and its text."""
+    text = (docs / stable).read_text(encoding="utf-8")
+    refresh = re.search(r'<meta http-equiv="refresh" content="0; url=([^"]+)">', text)
+    links = re.findall(r'<a href="([^"]+)">', text)
+    assert refresh and links == [refresh.group(1)], text
+    page = Path(os.path.normpath((docs / stable).parent / refresh.group(1)))
+    when = datetime.strptime(page.parent.name, RUN_TIME_FORMAT).replace(tzinfo=timezone.utc)
+    return page, when, page.read_text(encoding="utf-8")
+
+
+def test_a_batchs_data_docs_page_is_dated_by_its_validation_and_a_replay_keeps_it(tmp_path):
+    """The Data Docs dated every run 2000-01-01 (issue 46). A batch's GX page is dated by the
+    clock when it was validated; its rows hold the batch's stable page, which leads there; a
+    restart replaying the batch writes the same rows and keeps the same dated page."""
+    frames = {"partitions": pd.DataFrame([{"partition_key": "t/0", "leader_in_isr": True, "offsets_contiguous": True,
+                                           **{n: False for n in INVARIANT_NAMES}}])}
+    before = now()
+    first = ExpectationsObserver().validator(tmp_path).validate(frames, 3)
+    after = now()
+    restarted = ExpectationsObserver()
+    assert restarted.validator(tmp_path).validate(frames, 3) == first
+    restarted.finish(tmp_path)
+    assert {r["docs"] for r in first} == {"batches/replemu-partitions/batch-000003-partitions.html"}
+    page, when, text = dated_page(tmp_path / "data_docs", first[0]["docs"])
+    assert before <= when <= after, when
+    assert when.strftime("%Y-%m-%dT%H:%M:%SZ") in text and "2000-01-01" not in text
+    assert [p.name for p in page.parent.parent.iterdir()] == [page.parent.name]  # one page, not two
+    assert when.strftime("%Y-%m-%d %H:%M:%S UTC") in (tmp_path / "data_docs" / "index.html").read_text(encoding="utf-8")
+
+
+def test_two_runs_of_the_same_input_write_identical_validation_rows_and_date_their_data_docs_by_their_run(spark, s1_streams):
+    """Same input, same rows: the validation rows of a second run are the first's, byte for byte;
+    the Data Docs pages their links lead to are dated by each run's own clock."""
+    again = s1_streams / "hw-again"
+    before = now()
+    run_stream(s1_streams / "events", again, s1_streams / "ckpt-hw-again", "hw", max_files_per_trigger=1, spark=spark,
+               quiet=True, observer=ExpectationsObserver())
+    after = now()
+
+    def parquet(out: Path) -> dict[str, bytes]:
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted((out / "validations").rglob("*.parquet"))}
+
+    first = parquet(s1_streams / "hw")
+    assert len(first) == 3 and parquet(again) == first
+    stable = sorted(set(validations(again)["docs"]))
+    assert len(stable) == 6  # three batches, two frames each
+    for rel in stable:
+        _, when_first, _ = dated_page(s1_streams / "hw" / "data_docs", rel)
+        _, when_again, text = dated_page(again / "data_docs", rel)
+        assert WINDOWS["hw"][0] <= when_first <= WINDOWS["hw"][1] < before <= when_again <= after, rel
+        assert when_again.strftime("%Y-%m-%dT%H:%M:%SZ") in text
 
 
 def test_each_invariants_expectation_fails_on_exactly_that_invariants_partitions():
@@ -239,6 +306,9 @@ def test_data_docs_pages_load_nothing_from_the_network_and_every_asset_is_there(
         for page in pages:
             text = page.read_text()
             assert network_urls(text) == [], page
+            if page.relative_to(docs).parts[0] == "batches":  # a batch's stable page: it loads nothing
+                assert dated_page(docs, page.relative_to(docs).as_posix())[0].is_file(), page
+                continue
             parser = _Loads()
             parser.feed(text)
             assert parser.loads, page
@@ -292,7 +362,8 @@ def test_data_docs_render_offline_in_headless_chromium(s1_streams):
     sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
     docs = s1_streams / "hw" / "data_docs"
     v = validations(s1_streams / "hw")
-    failed = docs / sorted(v[~v["success"]]["docs"])[0]
+    stable = docs / sorted(v[~v["success"]]["docs"])[0]
+    failed, _, _ = dated_page(docs, sorted(v[~v["success"]]["docs"])[0])
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_FLAGS)
         try:
@@ -323,6 +394,9 @@ def test_data_docs_render_offline_in_headless_chromium(s1_streams):
                     icon: getComputedStyle(document.querySelector('.fas'), '::before').fontFamily,
                     iconFont: [...document.fonts].some(f => f.family.includes('Font Awesome 6 Free') && f.status === 'loaded'),
                 })""")
+                if page_path == failed:  # the row's stable page leads the browser to the dated one
+                    page.goto(stable.as_uri(), wait_until="load")
+                    page.wait_for_url(failed.as_uri())
                 context.close()
                 assert problems == [], (scheme, page_path.name, problems)
                 assert seen == {"bodyMargin": "0px", "navbar": "flex", "padding": "48px", "scripts": True,

@@ -221,3 +221,27 @@ def test_a_campaign_counts_a_partition_no_kraft_controller_can_replay_as_not_exp
     assert report["partitions"] == 2 and report["not_expressible"] == 1 and report["steps"] == 2
     zk = tally(((k, run_scenario(s, "kip320")) for k, s in enumerate(scenarios)), "kip320", docs.__getitem__, tmp_path, 1, "mixed")
     assert "not_expressible" not in zk and zk["steps"] == 6
+
+
+def test_export_of_results_none_of_which_has_replicas_is_refused_and_writes_nothing(tmp_path, capsys):
+    """A document whose every result is "not expressible" has nothing to export: exit 2 naming the
+    step (as replemu run refuses a file no variant can replay), not exit 0 with nothing written; a
+    directory given for the JSON (a stream's output) is named as such, with the way to its JSON."""
+    import json
+
+    from emulator import parse_scenario, run_scenario
+    from replemu.cli import main
+
+    scenario = parse_scenario(ZK_ERA)
+    (tmp_path / "kraft.json").write_text(json.dumps([run_scenario(scenario, p, refusal_as_result=True) for p in KRAFT]))
+    assert main(["export", str(tmp_path / "kraft.json"), "--to", str(tmp_path / "logs")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1
+    assert "nothing to export" in captured.err and "zk-era: not expressible under kip903: step 3 (elect(2, e1, isr=[2]))" in captured.err
+    assert not (tmp_path / "logs").exists()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "run.json").write_text("{}")
+    assert main(["export", str(tmp_path / "out"), "--to", str(tmp_path / "logs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"replemu: error: {tmp_path / 'out'}: a directory, not the JSON of replemu run --json") and "Errno" not in err
+    assert f"replemu results {tmp_path / 'out'} --json" in err and not (tmp_path / "logs").exists()

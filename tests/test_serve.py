@@ -100,7 +100,7 @@ def test_endpoints_hold_the_partitions_batches_and_findings_of_the_outputs(outpu
         assert cell["partitions"] == sum(name in {v["invariant"] for v in r["violations"]} for r in results)
         if INVARIANTS[name].tier == Tier.STEP:  # the final tier's first judgement may predate the last one
             assert cell["first"]["step"] == min(v["step"] for r in results for v in r["violations"] if v["invariant"] == name)
-        assert cell["first"]["docs"].startswith("/runs/-/data_docs/validations/")
+        assert cell["first"]["docs"].startswith("/runs/-/data_docs/batches/")  # the batch's page, the same in every run
 
     progress = {json.loads(line)["batchId"]: json.loads(line) for line in (output / "progress.jsonl").read_text().splitlines()}
     violations = read_output(output, "violations")
@@ -279,12 +279,19 @@ def test_only_get_and_head_are_answered(server):
 
 
 def test_data_docs_pages_are_served(output, server, client):
+    """Every link to a batch's page is served, and so is the dated GX page it leads to."""
+    from urllib.parse import urljoin
+
     pages = {v["docs"] for b in get_json(client, "/api/runs/-/batches") for v in b["validations"] if v["docs"]}
     assert pages
     overview = get_json(client, "/api/runs/-/overview")
     for path in sorted(pages)[:3] + [overview["docs_index"]]:
         status, body = raw(server, path)
         assert status == 200 and b"<html" in body.lower(), path
+        if path != overview["docs_index"]:
+            target = re.search(rb'http-equiv="refresh" content="0; url=([^"]+)"', body).group(1).decode()
+            status, body = raw(server, urljoin(path, target))
+            assert status == 200 and path.rsplit("/", 1)[1].removesuffix(".html").encode() in body, target  # batch-N-FRAME
 
 
 def test_ctrl_c_stops_the_server_with_exit_0_and_a_job_not_started_is_served(tmp_path):
@@ -577,3 +584,151 @@ def test_prometheus_scrapes_serve_and_a_query_answers_with_the_jobs_numbers(outp
     finally:
         prom.terminate()
         prom.communicate(timeout=20)
+
+
+# -- a partition its variant could not replay: "not expressible", never a verdict ---------------------
+
+FORCED_KEY, S2_KEY = "s2-then-forced/0", "s2-kip101-scenario-2/0"
+FORCED_TEXT = "not expressible under kip903: step 25 (elect(1, e9, isr=[1]))"
+
+
+def _s2(name: str | None = None, forced: bool = False) -> dict:
+    import yaml
+
+    from conftest import BUNDLED
+
+    doc = yaml.safe_load((BUNDLED / "s2-kip101-scenario-2.yaml").read_text(encoding="utf-8"))
+    doc.pop("expect", None)
+    if name:
+        doc["name"] = name
+    if forced:  # a ZooKeeper-era election (it sets the epoch and the ISR): no KRaft controller takes it
+        doc["steps"].append({"elect": {"leader": 1, "epoch": 9, "isr": [1]}})
+    return doc
+
+
+@pytest.fixture(scope="module")
+def refused_output(spark, tmp_path_factory) -> Path:
+    """A kip903 stream of two partitions: s2 (it breaks UncleanExclusion and loses records under
+    kip903) and the same steps then a forced election no KRaft controller takes, in the last of
+    two micro-batches: that partition's rows hold the findings of the steps before it."""
+    import yaml
+
+    from replemu.compile import compile_scenarios
+
+    root = tmp_path_factory.mktemp("refused")
+    files = [root / "s2.yaml", root / "forced.yaml"]
+    files[0].write_text(yaml.safe_dump(_s2()), encoding="utf-8")
+    files[1].write_text(yaml.safe_dump(_s2("s2-then-forced", forced=True)), encoding="utf-8")
+    compile_scenarios(files, root / "events", split=2)
+    run_stream(root / "events", root / "out", root / "ck", "kip903", max_files_per_trigger=1, spark=spark, quiet=True,
+               observer=ExpectationsObserver())
+    return root / "out"
+
+
+def test_a_partition_its_variant_could_not_replay_is_not_expressible_in_every_view(refused_output, tmp_path, browser):
+    """Issue 46: a partition whose variant could not take a step got a verdict in the dashboard and
+    in replemu serve ("lost data" here, from the steps before it). It is "not expressible", with
+    the step and why, counted apart; its findings are in no count, chart or table."""
+    from werkzeug.test import Client
+
+    from replemu.dashboard import write_dashboard
+
+    rows = read_output(refused_output, "violations")
+    assert FORCED_KEY.split("/")[0] in set(rows["topic"])  # its rows do hold findings: none may become a verdict
+    client = Client(create_app(refused_output))
+    overview = get_json(client, "/api/runs/-/overview")
+    by_key = {p["key"]: p for p in overview["partitions"]}
+    forced, s2 = by_key[FORCED_KEY], by_key[S2_KEY]
+    assert forced["status"] == "not expressible" and (forced["violated"], forced["lost"], forced["first"]) == ([], 0, {})
+    assert forced["not_expressible"]["step"] == 25 and "not a step the kip903 controller can take" in forced["not_expressible"]["text"]
+    assert s2["status"] == "lost data" and "UncleanExclusion" in s2["violated"] and "not_expressible" not in s2
+    assert overview["counts"] == {"ok": 0, "violated": 0, "lost data": 1, "error": 0, "not expressible": 1}
+    assert overview["findings"] == {"violated": 1, "lost data": 1, "lost data, allowed only": 1}  # s2's, an unclean election's
+    assert {cell["partitions"] for cell in overview["matrix"].values()} == {1}
+    assert {cell["first"]["key"] for cell in overview["matrix"].values()} == {S2_KEY}
+    # the violations charted per batch are s2's alone
+    summary = read_output(refused_output, "summary")
+    gx_blamed = False
+    for b in get_json(client, "/api/runs/-/batches"):
+        want: dict[str, int] = {}
+        for r in rows[(rows["batch_id"] == b["batch_id"]) & (rows["topic"] == S2_KEY.split("/")[0])].to_dict("records"):
+            want[r["invariant"]] = want.get(r["invariant"], 0) + 1
+        for s in summary[(summary["batch_id"] == b["batch_id"]) & (summary["topic"] == S2_KEY.split("/")[0])].to_dict("records"):
+            for f in final_findings(s):
+                want[f["invariant"]] = want.get(f["invariant"], 0) + 1
+        assert b["violations"] == want, b["batch_id"]
+        # the GX suites judge every partition's rows: the views name the forced one apart, no verdict
+        for v in b["validations"]:
+            assert FORCED_KEY not in v["partitions"] and v.get("not_expressible", []) in ([], [FORCED_KEY])
+            if v["invariant"] == "UncleanExclusion" and not v["success"]:
+                assert (v["partitions"], v["not_expressible"], v.get("no_verdict")) == ([S2_KEY], [FORCED_KEY], None)
+                gx_blamed = True
+    assert gx_blamed
+    detail = get_json(client, f"/api/runs/-/partition?topic={quote(FORCED_KEY.split('/')[0])}&partition=0")
+    assert detail["not_expressible"]["text"].startswith(FORCED_TEXT) and detail["violations"] == detail["losses"] == []
+
+    page = write_dashboard([refused_output], tmp_path / "dash")
+    proc, url = start_server(refused_output)
+    try:
+        for where in (page.resolve().as_uri(), url):
+            w = Watched(browser, where)
+            try:
+                counts = w.page.locator("#statuses .counts span[data-status='not expressible']")
+                assert counts.inner_text() == "not expressible: 1"
+                chip = w.page.locator(f"#pchips .pchip[data-key='{FORCED_KEY}']")
+                assert "st-nx" in chip.get_attribute("class").split()
+                assert "not expressible under kip903: step 25" in chip.get_attribute("title")
+                assert w.page.locator(f"#pchips .pchip[data-key='{S2_KEY}']").get_attribute("class").split()[1] == "st-lost-allowed"
+                # the variant x invariant table counts s2 alone, and says how many were not judged
+                assert w.page.locator("#matrix td.bad a.first").all_inner_texts() == ["1"] * len(overview["matrix"])
+                assert w.page.locator("#matrix-nx td").all_inner_texts() == ["1"]
+                chip.click()
+                w.wait_until("document.getElementById('partition-info').dataset.status === 'not expressible'")
+                info = w.page.locator("#partition-info").inner_text()
+                assert FORCED_TEXT in info and "no verdict" in info and "no invariant violated" not in info, info
+                if where == url:
+                    assert FORCED_TEXT in info  # the served view names the step (the static one too: it is embedded)
+                    w.check_clean(urlparse(url).port)
+                assert w.page.evaluate("document.body.dataset.error") is None
+            finally:
+                w.close()
+    finally:
+        stop_server(proc)
+
+
+def test_a_run_result_a_variant_could_not_replay_is_not_expressible_on_the_dashboard(tmp_path):
+    """``replemu run --json`` of a file one variant cannot replay: that variant's entry is "not
+    expressible" with the step and why (it was dropped, or the page failed when all were), the
+    others' verdicts as before."""
+    from emulator import VARIANT_NAMES
+    from replemu.dashboard import write_dashboard
+
+    scenario = parse_scenario(_s2("s2-then-forced", forced=True))
+    results = [run_scenario(scenario, p, refusal_as_result=True) for p in VARIANT_NAMES]
+    (tmp_path / "all.json").write_text(json.dumps(results))
+    (tmp_path / "kip903.json").write_text(json.dumps(results[list(VARIANT_NAMES).index("kip903")]))
+    for doc, protocols in (("all.json", list(VARIANT_NAMES)), ("kip903.json", ["kip903"])):
+        page = write_dashboard([tmp_path / doc], tmp_path / doc.replace(".json", ""))
+        text = page.read_text(encoding="utf-8")
+        data = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S).group(1).replace("<\\/", "</"))
+        runs = {r["protocol"]: r for r in data["runs"]}
+        assert list(runs) == protocols
+        for protocol, r in runs.items():
+            (entry,) = r["partitions"]
+            if protocol in ("kip903", "kip966"):
+                assert entry["status"] == "not expressible" and entry["violated"] == [] and r["matrix"] == {}
+                assert entry["not_expressible"]["text"].startswith(FORCED_TEXT.replace("kip903", protocol))
+                assert r["counts"]["not expressible"] == 1 and sum(r["counts"].values()) == 1
+            else:
+                assert entry["status"] != "not expressible" and entry["violated"], protocol
+
+
+def test_an_expectation_only_not_expressible_partitions_failed_is_no_verdict():
+    from replemu.dashboard import _judged
+
+    check = {"invariant": "UncleanExclusion", "success": False, "unexpected_count": 1, "partitions": [FORCED_KEY], "docs": None}
+    assert _judged(check, {FORCED_KEY}) == dict(check, partitions=[], not_expressible=[FORCED_KEY], no_verdict=True)
+    both = dict(check, unexpected_count=2, partitions=[S2_KEY, FORCED_KEY])
+    assert _judged(both, {FORCED_KEY}) == dict(both, partitions=[S2_KEY], not_expressible=[FORCED_KEY])
+    cut = dict(check, unexpected_count=21)  # more offenders than GX named: some may have a verdict
+    assert "no_verdict" not in _judged(cut, {FORCED_KEY}) and _judged(check, set()) == check

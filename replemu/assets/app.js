@@ -8,8 +8,9 @@ window.addEventListener("unhandledrejection", e => { document.body.dataset.error
 const BOOT = JSON.parse(document.getElementById("data").textContent);
 const SERVED = BOOT.mode === "served";
 const INVARIANTS = BOOT.invariants || [];
-const STATUSES = BOOT.statuses || ["ok", "violated", "lost data", "error"];
-const STATUS_CLASS = {"ok": "st-ok", "violated": "st-violated", "lost data": "st-lost", "error": "st-error"};
+const STATUSES = BOOT.statuses || ["ok", "violated", "lost data", "error", "not expressible"];
+// "not expressible": the variant could not take one of the partition's steps, so it has no verdict
+const STATUS_CLASS = {"ok": "st-ok", "violated": "st-violated", "lost data": "st-lost", "error": "st-error", "not expressible": "st-nx"};
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
 const EPOCH_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1b9e77", "#7570b3"];
 const MAX_BOXES = 400;  // record boxes drawn per replica row (the last ones)
@@ -190,7 +191,8 @@ function drawJob() {
   r.partitions.filter(p => !S.filter || p.status === S.filter).forEach(p => {
     const allowedOnly = p.status === "lost data" && p.lost && p.lost_allowed === p.lost;  // orange, not the forbidden loss's dark red
     const a = el("a", {class: `pchip ${allowedOnly ? "st-lost-allowed" : STATUS_CLASS[p.status] || ""}${p.key === S.key ? " current" : ""}`, href: hashFor(r.id, p.key), "data-key": p.key,
-                       title: `${p.key} (${p.scenario || "?"}): ${p.status}${p.violated.length ? "; " + p.violated.join(", ") : ""}${p.lost ? `; ${p.lost} lost` : ""}${p.quarantined ? `; ${p.quarantined} quarantined rows` : ""}`},
+                       title: p.not_expressible ? `${p.key} (${p.scenario || "?"}): ${p.not_expressible.text}; no verdict`
+                                                : `${p.key} (${p.scenario || "?"}): ${p.status}${p.violated.length ? "; " + p.violated.join(", ") : ""}${p.lost ? `; ${p.lost} lost` : ""}${p.quarantined ? `; ${p.quarantined} quarantined rows` : ""}`},
                  r.results ? p.scenario : topics.size > 1 ? p.key : String(p.partition));  // a run's result: its scenario
     grid.append(a);
   });
@@ -223,6 +225,12 @@ function drawMatrix() {
     });
     t.append(tr);
   });
+  // partitions a variant could not replay are in no count above: how many there are, under each
+  if (S.runs.some(r => (r.counts || {})["not expressible"])) {
+    const tr = el("tr", {id: "matrix-nx"}); tr.append(el("th", {class: "invariant st-nx", title: "partitions whose variant could not take one of their steps: no verdict, in none of the counts above"}, "not expressible"));
+    S.runs.forEach(r => tr.append(el("td", {class: "nx", "data-run": r.id}, String((r.counts || {})["not expressible"] || 0))));
+    t.append(tr);
+  }
   const wrap = el("div", {class: "scroll"}); wrap.append(t); box.append(wrap);
 }
 
@@ -253,7 +261,7 @@ function drawValidations() {
     const rows = r.batches.flatMap(b => (b.validations || []).map(v => Object.assign({batch: b.batch_id}, v)));
     if (!rows.length) return;
     box.append(el("h3", {}, r.name));
-    const failed = rows.filter(v => !v.success);
+    const failed = rows.filter(v => !v.success && !v.no_verdict);  // no_verdict: only not-expressible partitions failed it
     const p = el("p", {class: "note"}, `${rows.length} expectation results, ${failed.length} failed. `);
     if (r.docs_index) p.append(el("a", {href: r.docs_index}, "GX Data Docs for this run"));
     box.append(p);
@@ -263,13 +271,17 @@ function drawValidations() {
       b.onclick = () => { S.showAllChecks = true; drawValidations(); };
       box.append(b);
     }
-    const list = (all ? rows : failed).slice(-3000);
+    const list = (all ? rows : rows.filter(v => !v.success)).slice(-3000);
     if (!list.length) return;
     const t = el("table"), head = el("tr"); ["batch", "invariant", "expectation", "result", "unexpected", "partitions", "docs"].forEach(h => head.append(el("th", {}, h))); t.append(head);
     list.forEach(v => {
       const tr = el("tr"); [v.batch, v.invariant, v.expectation].forEach(x => tr.append(el("td", {}, String(x))));
-      tr.append(el("td", {class: v.success ? "ok" : "bad"}, v.success ? "pass" : "FAIL"));
-      tr.append(el("td", {}, String(v.unexpected_count)), el("td", {}, (v.partitions || []).join(" ")));
+      tr.append(v.no_verdict ? el("td", {class: "nx", title: "only partitions their variant could not replay failed it: no verdict"}, "not expressible")
+                             : el("td", {class: v.success ? "ok" : "bad"}, v.success ? "pass" : "FAIL"));
+      const parts = el("td", {}, (v.partitions || []).join(" "));
+      if ((v.not_expressible || []).length) parts.append(el("span", {class: "nx", title: "their variant could not replay them: no verdict"},
+                                                            `${(v.partitions || []).length ? " " : ""}${v.not_expressible.join(" ")} (not expressible)`));
+      tr.append(el("td", {}, String(v.unexpected_count)), parts);
       const d = el("td"); if (v.docs) d.append(el("a", {href: v.docs}, "page")); tr.append(d); t.append(tr);
     });
     const wrap = el("div", {class: "scroll"}); wrap.append(t); box.append(wrap);
@@ -601,10 +613,15 @@ function drawPartition(keepStep) {
   $("stepper").hidden = !(d && d.timeline);
   ["step-event", "logpic", "timeline"].forEach(id => { $(id).innerHTML = ""; });
   if (!d) { info.textContent = S.key ? "" : "No partition."; return; }
+  if (d.not_expressible) {  // no verdict to show: the step the variant could not take, and why
+    info.textContent = `(scenario ${d.scenario}): ${d.not_expressible.text}; no verdict` + (d.problem ? `; ${d.problem}` : "");
+    info.dataset.status = "not expressible";
+    if (!d.timeline && !d.notEmbedded) { $("logpic").append(el("p", {class: "note"}, `No steps to draw: the variant stopped at step ${d.not_expressible.step}.`)); return; }
+  } else delete info.dataset.status;
   const names = d.notEmbedded ? (d.violated || []).map(n => `${n} @${(d.first || {})[n]}`) : (d.violations || []).map(v => `${v.invariant} @${v.step}`);
   const lost = d.notEmbedded ? d.lost : (d.losses || []).length;
-  info.textContent = `(scenario ${d.scenario}, ${d.steps} steps): ` + (names.join(", ") || "no invariant violated") +
-                     (lost ? `; ${lost} lost records` : "") + (d.problem ? `; ${d.problem}` : "");
+  if (!d.not_expressible) info.textContent = `(scenario ${d.scenario}, ${d.steps} steps): ` + (names.join(", ") || "no invariant violated") +
+                                            (lost ? `; ${lost} lost records` : "") + (d.problem ? `; ${d.problem}` : "");
   if (d.notEmbedded) {
     $("logpic").append(el("p", {class: "note"}, "This partition's steps are not embedded in this static page (it embeds 50: the chosen one, then those with findings). Open it with replemu serve, or export again with --partition."));
     return;
@@ -652,7 +669,7 @@ function defaultPartition(r) {
   if (!r || !r.partitions.length) return null;
   const chosen = r.partitions.find(p => p.key === BOOT.chosen || p.scenario === BOOT.chosen);
   if (chosen) return chosen.key;
-  const bad = r.partitions.find(p => p.status !== "ok");
+  const bad = r.partitions.find(p => p.status !== "ok" && p.status !== "not expressible");
   return (bad || r.partitions[0]).key;
 }
 
