@@ -339,7 +339,7 @@ def core_rate(args, partitions: int = 100, steps: int = 600) -> float:
     ``partitions`` partitions (in this process: the project's core, compiled when built)."""
     code = f"""
 import time
-from emulator import VARIANTS, Replay
+from emulator import BUILD, VARIANTS, Replay
 from emulator.scenario import parse_scenario
 from emulator.workload import first_steps_document
 from scenario_io.profiles import load_profiles
@@ -352,11 +352,13 @@ for s in scenarios:
     for step in s.steps:
         r.apply(step)
         n += 1
-print(n / (time.process_time() - t))
+print(n / (time.process_time() - t), BUILD)
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(ROOT, False), capture_output=True, text=True,
                           check=True)
-    return float(done.stdout.strip())
+    rate, build = done.stdout.strip().split(" ", 1)
+    print(f"  the project's core runs {build}", flush=True)
+    return float(rate)
 
 
 # -- the table --------------------------------------------------------------------------------------
