@@ -44,6 +44,12 @@ class Scenario:
     source: str = "<memory>"
     topic_named: bool = False  # the file has a ``topic`` key (the stream keys partitions by it)
     initial_state: str | None = None  # Kafka replica directories to start from (resolved path)
+    brokers: tuple[int, ...] = ()  # the cluster's other brokers (``brokers`` less ``replicas``): a reassignment's targets
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        """Every broker a step may name: the replicas, then the other brokers."""
+        return self.replicas + self.brokers
 
 
 class _Reader:
@@ -87,7 +93,7 @@ def _is_int_list(v: Any) -> bool:
     return isinstance(v, list) and all(is_int(x) for x in v)
 
 
-TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "config", "steps", "expect", "initial_state")
+TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "brokers", "config", "steps", "expect", "initial_state")
 EXPECT_KEYS = ("violations", "losses", "replicas", "controller", "at_step")
 
 
@@ -220,6 +226,26 @@ def parse_partition(fields: dict[str, Any], source: str) -> tuple[str, tuple[int
     return name, tuple(replicas), config
 
 
+def parse_brokers(fields: dict[str, Any], source: str, replicas: tuple[int, ...]) -> tuple[int, ...]:
+    """The optional ``brokers``: every broker of the cluster, a list holding every replica (default:
+    the replicas).  Returns the brokers that are not replicas, in the order given: a reassignment
+    may add them (they hold no copy of the partition until then)."""
+    top = _Reader(source, "scenario", {k: fields[k] for k in ("brokers",) if k in fields}, ("brokers",))
+    brokers = top.get("brokers", _is_int_list, "a list of broker ids (ints)")
+    if brokers is None:
+        return ()
+    if len(brokers) > MAX_REPLICAS:
+        top.fail(f"at most {MAX_REPLICAS} brokers, got {len(brokers)}")
+    if any(b < 0 or b > INT32_MAX for b in brokers):
+        top.fail(f"broker ids must be between 0 and {INT32_MAX}, got {short_repr(brokers)}")
+    if len(set(brokers)) != len(brokers):
+        top.fail(f"broker ids must be unique, got {short_repr(brokers)}")
+    missing = [r for r in replicas if r not in brokers]
+    if missing:
+        top.fail(f"brokers {short_repr(brokers)} must list every replica: {missing} missing")
+    return tuple(b for b in brokers if b not in replicas)
+
+
 def parse_scenario(data: Any, source: str = "<memory>", resolve_initial_state: Callable[[str], str] | None = None) -> Scenario:
     """Validate a decoded scenario document and build the ``Scenario``.
 
@@ -228,10 +254,11 @@ def parse_scenario(data: Any, source: str = "<memory>", resolve_initial_state: C
     """
     top = _Reader(source, "scenario", data, TOP_KEYS)
     name, replicas, config = parse_partition(data, source)
+    brokers = parse_brokers(data, source, replicas)
 
     raw_steps = top.get("steps", lambda v: isinstance(v, list), "a list of steps", required=True)
-    steps = _parse_steps(source, raw_steps, replicas)
-    expect = _parse_expect(source, data["expect"], replicas, len(steps)) if data.get("expect") is not None else {}
+    steps = _parse_steps(source, raw_steps, replicas + brokers)
+    expect = _parse_expect(source, data["expect"], replicas + brokers, len(steps)) if data.get("expect") is not None else {}
     initial = top.get("initial_state", _is_str, "a directory path (string)")
     if initial is not None and resolve_initial_state is not None:
         try:
@@ -250,4 +277,5 @@ def parse_scenario(data: Any, source: str = "<memory>", resolve_initial_state: C
         source=source,
         topic_named="topic" in data,
         initial_state=initial,
+        brokers=brokers,
     )

@@ -66,12 +66,18 @@ def test_zookeeper_variants_answer_unsupported_version_and_change_nothing():
         assert "replicas" not in result["final"]["controller"]
 
 
-@pytest.mark.parametrize("replicas", [[1, 2], [1, 2, 3, 3], [2, 1, 3, 4]])
-def test_adding_or_removing_replicas_is_refused_when_read(replicas):
-    data = {"name": "r", "replicas": [1, 2, 3], "steps": [{"elect": {}}, {"reassign": {"replicas": replicas}}]}
+@pytest.mark.parametrize("args, why", [
+    ({"replicas": [1, 2, 3, 3]}, "lists a replica twice"),
+    ({"replicas": [2, 1, 3, 4]}, "is not one of the partition's replicas"),  # 4: not a broker of the scenario
+    ({"replicas": []}, "must not be empty"),
+    ({}, "give exactly one of"),
+    ({"replicas": [1, 2], "cancel": True}, "give exactly one of"),
+])
+def test_a_target_outside_the_scenarios_brokers_or_malformed_is_refused_when_read(args, why):
+    data = {"name": "r", "replicas": [1, 2, 3], "steps": [{"elect": {}}, {"reassign": args}]}
     with pytest.raises(ScenarioError) as e:
         parse_scenario(data, "r.yaml")
-    assert "r.yaml: step 2 (reassign)" in str(e.value)
+    assert "r.yaml: step 2 (reassign)" in str(e.value) and why in str(e.value)
 
 
 def test_the_replica_order_survives_a_state_document_and_a_clone():
