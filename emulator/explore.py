@@ -413,6 +413,7 @@ def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
     c.broker_epochs, c.log_info = dict(broker_epochs), dict(log_info)
     if p.variant.metadata == "kraft":  # canonical lists the replicas in the current order (KRaft's reassign)
         p.assignment = tuple([r[0] for r in replicas])
+        c.replicas = () if p.assignment == c.assignment else p.assignment
     semantics = p.variant.cache_semantics
     for (rid, log, log_start, log_before, hw, hw_checkpoint, recovery_point, cache, alive, halted, role, believed_leader,
          leader_epoch, partition_epoch, fresh, processed, fetch_state, pending, last_response_hw, ls, broker_epoch,

@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING
 
 from .effects import CacheChanged
 from .follower import become_follower_and_truncate, become_follower_without_fetcher
-from .leader import become_leader, maybe_increment_high_watermark, stop_leading, sync_remote_replicas
+from .leader import (
+    become_leader,
+    maybe_increment_high_watermark,
+    stop_leading,
+    sync_remote_replicas,
+)
 from .log import cut
 from .replica import LeaderAndIsrRequest, Replica, Role
 from .steps import LeaderAndIsr

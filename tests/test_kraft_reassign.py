@@ -117,3 +117,126 @@ def test_run_scenario_reports_the_order_in_final_and_trace():
     result = run_scenario(scenario([CREATE, {"reassign": {"replicas": [2, 3, 1]}}], (1, 2, 3)), "kip966", trace=True)
     assert result["final"]["controller"]["replicas"] == [2, 3, 1]
     assert "replicas" not in at(result, 1)["controller"]
+
+
+# -- adding and removing replicas (brokers: the scenario's other brokers) ------------------------------------
+
+
+def cluster(steps, brokers=(1, 2, 3, 4), replicas=(1, 2, 3), **config):
+    return parse_scenario({"name": "t", "replicas": list(replicas), "brokers": list(brokers), "config": config,
+                           "steps": steps})
+
+
+def result_of(steps, protocol="kip966", **kw):
+    return run_scenario(cluster(steps, **kw), protocol, trace=True)
+
+
+SETTLED = [CREATE, {"produce": {"value": "a"}}, {"fetch": {"replica": 2}}, {"fetch": {"replica": 3}},
+           {"fetch": {"replica": 2}}, {"fetch": {"replica": 3}}]  # HW 1 on every replica
+
+
+@pytest.mark.parametrize("protocol", KRAFT)
+def test_an_added_replica_copies_the_log_joins_the_isr_and_completes_the_move(protocol):
+    """Step 1 of changePartitionReassignment, then the AlterPartition that completes it: the removed
+    leader is replaced (NEW_LEADER_ELECTED to it), with a leader-epoch bump, and deletes its copy."""
+    steps = SETTLED + [{"reassign": {"replicas": [4, 2, 3]}}, {"fetch": {"replica": 4}}, {"fetch": {"replica": 4}},
+                       {"produce": {"value": "b"}}]
+    result = result_of(steps, protocol)
+    (change,) = events(result, 7, "PartitionChange")
+    assert (change["replicas"], change["adding"], change["removing"], change["epoch"]) == ([4, 2, 3, 1], [4], [1], 0)
+    assert [e["replica"] for e in events(result, 7, "BecomeFollower")] == [4]  # the others take an ISR-only change
+    assert at(result, 8)["controller"]["isr"] == [1, 2, 3]  # 4 copied the record, not caught up with the HW yet
+    assert (9, "NEW_LEADER_ELECTED") in errors(result)
+    final = result["final"]
+    assert final["controller"] == {**final["controller"], "leader": 4, "epoch": 1, "isr": [2, 3, 4], "replicas": [4, 2, 3]}
+    assert "adding_replicas" not in final["controller"] and "removing_replicas" not in final["controller"]
+    assert final["replicas"]["1"]["role"] == "none" and final["replicas"]["1"]["log"] == []
+    assert [r[2] for r in final["replicas"]["4"]["log"]] == ["a", "b"]
+    assert result["violations"] == [] and result["losses"] == []
+
+
+def test_a_fetch_the_leader_cannot_place_is_unknown_leader_epoch():
+    """Partition.followerReplicaOrThrow: the leader lags the metadata log and does not list the new
+    replica yet: UNKNOWN_LEADER_EPOCH, nothing recorded; once the change reaches it, the fetch counts."""
+    steps = [CREATE, {"lag_metadata": {"replica": 1}}, {"reassign": {"replicas": [1, 2, 3, 4]}},
+             {"fetch": {"replica": 4}}, {"leader_and_isr": {"replica": 1}}, {"fetch": {"replica": 4}}]
+    result = result_of(steps)
+    assert (4, "UNKNOWN_LEADER_EPOCH") in errors(result)
+    assert result["final"]["controller"]["isr"] == [1, 2, 3, 4] and "adding_replicas" not in result["final"]["controller"]
+
+
+def test_a_removed_broker_that_lags_deletes_its_copy_when_the_change_reaches_it():
+    steps = SETTLED + [{"lag_metadata": {"replica": 3}}, {"reassign": {"replicas": [1, 2]}},
+                       {"leader_and_isr": {"replica": 3}}]
+    result = result_of(steps)
+    assert at(result, 8)["controller"]["replicas"] == [1, 2] and at(result, 8)["controller"]["epoch"] == 1
+    assert at(result, 8)["replicas"]["3"]["role"] == "follower"  # it has not applied the change yet
+    assert events(result, 9, "ReplicaDeleted") == [{"event": "ReplicaDeleted", "replica": 3, "leo": 1, "partition_epoch": 2}]
+    assert result["final"]["replicas"]["3"]["log"] == []
+
+
+def test_cancelling_reverts_and_a_second_cancel_has_nothing_to_revert():
+    steps = [CREATE, {"reassign": {"replicas": [4, 2, 3]}}, {"reassign": {"cancel": True}}, {"reassign": {"cancel": True}}]
+    result = result_of(steps)
+    assert at(result, 2)["controller"]["adding_replicas"] == [4]
+    ctl = at(result, 3)["controller"]
+    # PartitionReassignmentRevert: the replicas [4, 2, 3, 1] without the adding ones: [2, 3, 1], not the old order
+    assert (ctl["leader"], ctl["epoch"], ctl["isr"], ctl["replicas"]) == (1, 1, [1, 2, 3], [2, 3, 1])
+    assert errors(result) == [(4, "NO_REASSIGNMENT_IN_PROGRESS")]
+    assert result["final"]["replicas"]["4"]["role"] == "none"
+
+
+@pytest.mark.parametrize("unclean, expected", [(False, [(6, "INVALID_REPLICA_ASSIGNMENT")]), (True, [])])
+def test_a_revert_whose_isr_holds_only_adding_replicas_needs_unclean_election(unclean, expected):
+    """PartitionReassignmentRevert: the ISR without the adding replicas is empty: the first original
+    replica, which cancelPartitionReassignment accepts only with the topic's unclean election."""
+    steps = [CREATE, {"reassign": {"replicas": [1, 2, 4, 5]}}, {"fetch": {"replica": 4}},
+             {"fence": {"replica": 1}}, {"fence": {"replica": 2}}, {"reassign": {"cancel": True}}]
+    result = result_of(steps, "kip903", replicas=(1, 2), brokers=(1, 2, 4, 5), unclean_leader_election=unclean)
+    ctl = at(result, 5)["controller"]
+    assert (ctl["leader"], ctl["isr"], ctl["adding_replicas"]) == (4, [4], [4, 5])
+    assert [e for e in errors(result) if e[0] == 6] == expected
+    final = result["final"]["controller"]
+    if unclean:  # replicas [1, 2], ISR [1]: 1 is fenced, no leader
+        assert (final["leader"], final["isr"], "replicas" in final) == (None, [1], False)
+    else:
+        assert final["adding_replicas"] == [4, 5]
+
+
+def test_zookeeper_variants_leave_the_other_brokers_idle():
+    result = run_scenario(cluster([{"elect": {}}, {"reassign": {"replicas": [4, 2, 3]}}]), "kip320")
+    assert errors(result) == [(2, "UNSUPPORTED_VERSION")]
+    assert result["final"]["replicas"]["4"]["role"] == "none"
+
+
+@pytest.mark.parametrize("brokers, why", [([1, 2], "must list every replica"), ([1, 2, 3, 3], "unique"),
+                                          ("x", "a list of broker ids")])
+def test_brokers_must_hold_every_replica_once(brokers, why):
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({"name": "t", "replicas": [1, 2, 3], "brokers": brokers, "steps": []}, "b.yaml")
+    assert "b.yaml" in str(e.value) and why in str(e.value)
+
+
+def test_a_reassignment_in_progress_survives_a_state_document_and_a_clone():
+    from emulator import state
+
+    sc = cluster([CREATE, {"reassign": {"replicas": [4, 2, 3]}}])
+    replay = state.Replay(sc.replicas, sc.config, variant_named("kip966"), brokers=sc.brokers)
+    for step in sc.steps:
+        replay.apply(step)
+    doc = state.to_document(replay)
+    assert doc["assignment"] == [1, 2, 3] and doc["brokers"] == [4]
+    assert (doc["controller"]["replicas"], doc["controller"]["adding"], doc["controller"]["removing"]) == ([4, 2, 3, 1], [4], [1])
+    for copy in (state.from_document(doc), state.from_document(doc, like=replay), state.clone(replay)):
+        assert state.to_document(copy) == doc
+        copy.apply(parse_scenario({"name": "t", "replicas": [1, 2, 3], "brokers": [1, 2, 3, 4],
+                                   "steps": [{"fetch": {"replica": 4}}]}).steps[0])
+        assert copy.partition.controller.leader == 4  # 4 caught up (empty log, HW 0): complete, 1 replaced
+
+
+def test_existing_scenarios_write_no_brokers_key():
+    from emulator import state
+    from emulator.run import Replay
+
+    replay = Replay((1, 2, 3), scenario([], (1, 2, 3)).config, variant_named("kip966"))
+    assert "brokers" not in state.to_document(replay)
