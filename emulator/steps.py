@@ -421,11 +421,12 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
         Arg("cancel", ArgType.BOOL, default=False,
             doc="true: cancel the reassignment in progress (AlterPartitionReassignments with no target)"),
     ), "KRaft: AlterPartitionReassignments, as the controller runs it. A target that adds replicas writes the "
-       "replicas plus adding/removing replicas and waits: the added brokers start as followers with an empty log, fetch "
-       "and join the ISR; the change that puts every target replica in the ISR completes it (the removed replicas "
-       "leave the replicas, ISR and ELR, a leader-epoch bump, a new leader if the leader was removed) and the removed "
-       "brokers delete their copy. A target that only removes or rearranges completes at once. cancel reverts to the "
-       "original replicas. The first replica is the preferred leader (a later elect elects it).", _check_reassign),
+       "replicas (target, then removing) with adding/removing replicas and waits: the added brokers start as followers "
+       "with an empty log, fetch and join the ISR; the change that puts every target replica in the ISR completes it "
+       "(the removed replicas leave the replica list and the ISR, a leader-epoch bump, a new leader if the leader was "
+       "removed) and the removed brokers delete their copy. A target that only removes or rearranges completes at "
+       "once. cancel reverts: the replicas and ISR without the adding ones. The first replica is the preferred leader "
+       "(a later elect elects it).", _check_reassign),
 )}
 
 STEP_KINDS: tuple[str, ...] = tuple(k.value for k in STEP_TABLE)
