@@ -465,7 +465,8 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
                 generator = WorkloadGenerator(int(start["seed"]), partition, profile)
                 h = generator.header
                 out.append({"topic": topic, "partition": partition, "seq": 0, "type": HEADER_TYPE, "raw": None,
-                            "args": dumps({"scenario": h["name"], "replicas": h["replicas"], "config": h["config"]})})
+                            "args": dumps({"scenario": h["name"], "replicas": h["replicas"], "config": h["config"],
+                                          **({"brokers": h["brokers"]} if "brokers" in h else {})})})
             if generator is None:
                 raise ValueError("the partition's workload never started (no tick with start)")
             if first < generator.next_seq:
