@@ -105,7 +105,8 @@ def test_the_search_restores_the_replica_order_of_its_states():
     alphabet = (StepKind.ELECT, StepKind.REASSIGN)
     space = explore.Space((1, 2, 3), Config(), variant_named("kip966"), explore.Bounds(depth=2), alphabet)
     replay, counters, _, _ = explore.root(space)
-    assert sorted(c for c in explore.enabled_codes(space, replay, counters) if c.startswith("Y")) == ["Y213", "Y312"]
+    # a rearrangement (a new preferred leader) or a removal: no reassignment is in progress
+    assert sorted(c for c in explore.enabled_codes(space, replay, counters) if c.startswith("Y")) == ["Y12", "Y13", "Y213", "Y23", "Y312"]
     replay.apply(Reassign((2, 3, 1)))
     restored, _ = explore.restore(space.template, explore.canonical(replay, counters))
     assert restored.partition.assignment == (2, 3, 1)
@@ -240,3 +241,27 @@ def test_existing_scenarios_write_no_brokers_key():
 
     replay = Replay((1, 2, 3), scenario([], (1, 2, 3)).config, variant_named("kip966"))
     assert "brokers" not in state.to_document(replay)
+
+
+def test_the_search_removes_re_adds_and_cancels_and_restores_each_state():
+    from emulator import explore
+    from emulator.config import Config
+    from emulator.steps import StepKind
+
+    alphabet = (StepKind.ELECT, StepKind.REASSIGN, StepKind.FETCH)
+    space = explore.Space((1, 2, 3), Config(), variant_named("kip966"), explore.Bounds(depth=4), alphabet)
+    replay, counters, _, _ = explore.root(space)
+    for code, expect_y in (("Y12", {"Y21", "Y1", "Y2", "Y123"}), ("Y123", {"Y213", "Y312", "Yc"}), ("Yc", None)):
+        assert code in explore.enabled_codes(space, replay, counters)
+        step, counters = explore.step_of(space, replay, counters, code)
+        replay.apply(step)
+        t = explore.canonical(replay, counters)
+        restored, _ = explore.restore(space.template, t)
+        assert explore.canonical(restored, counters) == t
+        assert restored.partition.assignment == replay.partition.assignment
+        assert (restored.partition.controller.adding, restored.partition.controller.removing) == \
+            (replay.partition.controller.adding, replay.partition.controller.removing)
+        if expect_y is not None:
+            assert {c for c in explore.enabled_codes(space, restored, counters) if c.startswith("Y")} == expect_y
+        replay = restored
+    assert replay.partition.assignment == (1, 2) and replay.partition.replicas[3].role.value == "none"
