@@ -387,10 +387,13 @@ class Checker:
         """
         rep = p.replicas[e.replica]
         covered = self.presumer_covered.get(rep.id)
+        # A leader whose copy a reassignment deleted later in the same step (KRaft: the change that
+        # removed it) no longer holds what it committed: only what is left is folded here; the new
+        # leader's HW brings the rest (every ISR member holds the records below a leader's HW).
+        hw = min(e.hw, rep.log.end)
         if covered is None:
             cm = self.committed_mismatch_of[rep.id]
-            covered = min(len(self.committed), e.hw if cm is None else cm)
-        hw = e.hw
+            covered = min(len(self.committed), hw if cm is None else cm)
         if hw <= covered:
             self.presumer_covered[rep.id] = max(covered, 0)
             return

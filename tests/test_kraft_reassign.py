@@ -265,3 +265,36 @@ def test_the_search_removes_re_adds_and_cancels_and_restores_each_state():
             assert {c for c in explore.enabled_codes(space, restored, counters) if c.startswith("Y")} == expect_y
         replay = restored
     assert replay.partition.assignment == (1, 2) and replay.partition.replicas[3].role.value == "none"
+
+
+def test_a_leader_removed_in_the_step_its_hw_rose_is_judged_from_what_the_new_leader_holds():
+    """The fetch that raises leader 1's HW also completes the reassignment that removes it (the
+    AlterPartition answered in the same step): the checker folds what 1 committed through the new
+    leader, which holds it (a path replemu explore found; it broke the checker before)."""
+    steps = [{"elect": {}}, {"shrink_isr": {"replica": 2}}, {"produce": {"value": "v1", "acks": 1}},
+             {"fetch": {"replica": 2, "response": "lost"}}, {"produce": {"value": "v2", "acks": 1}},
+             {"fetch": {"replica": 2}}, {"reassign": {"replicas": [2]}}, {"fetch": {"replica": 2}}]
+    result = run(steps, "kip903", replicas=(1, 2), trace=True)
+    assert (8, "NEW_LEADER_ELECTED") in errors(result)
+    final = result["final"]
+    assert (final["controller"]["leader"], final["replicas"]["2"]["hw"], final["replicas"]["1"]["log"]) == (2, 2, [])
+    assert result["violations"] == [] and result["losses"] == []
+
+
+def test_kafkas_builder_keeps_a_replica_a_cancel_removed_in_the_elr_and_may_elect_it_empty():
+    """docs/protocol.md 9.3: 3.8.0's maybePopulateTargetElr does not filter the ELR by the target
+    replicas. Cancelling moves the adding leader 4 out of the ISR below min ISR into the ELR while
+    broker 4 deletes its copy; re-added, it is elected from the ELR when the ISR empties, and the
+    committed record is lost. The emulator runs Kafka's code, so its checker reports it."""
+    steps = [CREATE, {"produce": {"value": "v0", "acks": 1}}, {"shrink_isr": {"replica": 2}},
+             {"reassign": {"replicas": [4, 2, 3]}}, {"fetch": {"replica": 4}}, {"fetch": {"replica": 3}},
+             {"fence": {"replica": 1}}, {"fetch": {"replica": 3}}, {"reassign": {"cancel": True}},
+             {"reassign": {"replicas": [4, 2, 3, 1]}}, {"fence": {"replica": 3}}]
+    result = result_of(steps, "kip966", min_insync_replicas=2)
+    ctl = at(result, 9)["controller"]
+    assert (ctl["leader"], ctl["isr"], ctl["elr"], ctl["replicas"]) == (3, [3], [4], [2, 3, 1])
+    assert at(result, 9)["replicas"]["4"]["log"] == []
+    assert (result["final"]["controller"]["leader"], result["final"]["controller"]["isr"]) == (4, [4])
+    found = {(v["invariant"], v["step"]) for v in result["violations"]}
+    assert {("LeaderCandidateCompleteness", 9), ("NoCommittedDataLoss", 11)} <= found
+    assert result["losses"] == [{"offset": 0, "value": "v0", "acked": False, "allowed": False, "step": 11}]
