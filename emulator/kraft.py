@@ -627,35 +627,25 @@ def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartit
         if ls is not None and leader.presumes_leadership and leader.leader_epoch == request.leader_epoch:
             ls.isr, ls.partition_epoch = request.isr, c.partition_epoch
         changed = True
-    elif c.adding or c.removing:
-        # A reassignment in progress: the builder may complete it (ReplicationControlManager
-        # .alterPartition, 3.5.0 / 3.8.0): the replicas become the target, the removing ones leave
-        # the ISR, and a removed leader is replaced -- answered NEW_LEADER_ELECTED, the change
-        # written all the same; the leader stays pending until the metadata reaches it.
-        changed = change_partition(p, request.isr, "alter_partition " + request.why, topic_unclean=False)
-        if c.leader != leader.id:
-            p.error("NEW_LEADER_ELECTED")
-            p.event("AlterPartitionNewLeaderElected", leader=leader.id, new_leader=c.leader, epoch=c.leader_epoch)
-        if changed and leader.id in c.lagging and ls is not None and leader.leadership is not None:
-            current = c.current_request()
-            assert current is not None
-            if current.leader_epoch == leader.leader_epoch:
-                process_leader_and_isr(p, leader, current)
-            else:
-                ls.in_flight = AlterPartitionRequest(request.leader, request.leader_epoch, request.partition_epoch,
-                                                     request.isr, request.added_broker_epochs, request.why,
-                                                     STALE_RESPONSE)
-                p.event("AlterPartitionResponseIgnored", leader=leader.id, epoch=current.leader_epoch,
-                        leader_epoch=leader.leader_epoch, awaits_metadata=True)
     else:  # the leader learns the new state first (the AlterPartition response), then the others
-        elr = target_elr(p, c.isr, request.isr, c.elr)
-        changed = write_change(p, c.leader, request.isr, elr, c.last_known_elr, "alter_partition " + request.why)
-        if changed and leader.id in c.lagging and ls is not None:
+        if c.adding or c.removing:
+            # A reassignment in progress: the builder may complete it (ReplicationControlManager
+            # .alterPartition, 3.5.0 / 3.8.0): the replicas become the target, the removing ones
+            # leave the ISR, and a removed leader is replaced -- answered NEW_LEADER_ELECTED, the
+            # change written all the same; the leader stays pending until the metadata reaches it.
+            changed = change_partition(p, request.isr, "alter_partition " + request.why, topic_unclean=False)
+            if c.leader != leader.id:
+                p.error("NEW_LEADER_ELECTED")
+                p.event("AlterPartitionNewLeaderElected", leader=leader.id, new_leader=c.leader, epoch=c.leader_epoch)
+        else:
+            elr = target_elr(p, c.isr, request.isr, c.elr)
+            changed = write_change(p, c.leader, request.isr, elr, c.last_known_elr, "alter_partition " + request.why)
+        if changed and leader.id in c.lagging and ls is not None and leader.leadership is not None:
             # The AlterPartition response carries the new state to the leader, lagging or not
             # (Partition.handleAlterPartitionUpdate) -- unless the change bumped the leader epoch
-            # (kip903's shrink): the response's leader epoch is not the leader's, so it is ignored
-            # (3.5.0 Partition.scala ~1855-1858) and the leader stays in its pending state, the
-            # maximal ISR and no new AlterPartition, until the metadata log brings the new epoch.
+            # (kip903's shrink, a reassignment's): the response's leader epoch is not the leader's,
+            # so it is ignored (3.5.0 Partition.scala ~1855-1858) and the leader stays in its pending
+            # state, the maximal ISR and no new AlterPartition, until the metadata log brings the new epoch.
             current = c.current_request()
             assert current is not None
             if current.leader_epoch == leader.leader_epoch:

@@ -203,6 +203,16 @@ def _parse_expect(source: str, raw: Any, replicas: tuple[int, ...], steps: int) 
     return out
 
 
+def _check_ids(top: "_Reader", ids: list, what: str) -> None:
+    """At most ``MAX_REPLICAS`` ids (``what``: replica or broker), each an int32 >= 0, unique."""
+    if len(ids) > MAX_REPLICAS:
+        top.fail(f"at most {MAX_REPLICAS} {what}s, got {len(ids)}")
+    if any(r < 0 or r > INT32_MAX for r in ids):
+        top.fail(f"{what} ids must be between 0 and {INT32_MAX}, got {short_repr(ids)}")
+    if len(set(ids)) != len(ids):
+        top.fail(f"{what} ids must be unique, got {short_repr(ids)}")
+
+
 def parse_partition(fields: dict[str, Any], source: str) -> tuple[str, tuple[int, ...], Config]:
     """The one validator of a partition's ``name``, ``replicas`` and ``config`` (a scenario
     file's top level, a stream's partition header, a generated partition)."""
@@ -213,12 +223,7 @@ def parse_partition(fields: dict[str, Any], source: str) -> tuple[str, tuple[int
     replicas = top.get("replicas", _is_int_list, "a list of broker ids (ints)", required=True)
     if not replicas:
         top.fail("replicas must not be empty")
-    if len(replicas) > MAX_REPLICAS:
-        top.fail(f"at most {MAX_REPLICAS} replicas, got {len(replicas)}")
-    if any(r < 0 or r > INT32_MAX for r in replicas):
-        top.fail(f"replica ids must be between 0 and {INT32_MAX}, got {short_repr(replicas)}")
-    if len(set(replicas)) != len(replicas):
-        top.fail(f"replica ids must be unique, got {short_repr(replicas)}")
+    _check_ids(top, replicas, "replica")
     try:
         config = parse_config(fields.get("config") or {}, replicas=len(replicas))
     except ConfigError as exc:
@@ -234,12 +239,7 @@ def parse_brokers(fields: dict[str, Any], source: str, replicas: tuple[int, ...]
     brokers = top.get("brokers", _is_int_list, "a list of broker ids (ints)")
     if brokers is None:
         return ()
-    if len(brokers) > MAX_REPLICAS:
-        top.fail(f"at most {MAX_REPLICAS} brokers, got {len(brokers)}")
-    if any(b < 0 or b > INT32_MAX for b in brokers):
-        top.fail(f"broker ids must be between 0 and {INT32_MAX}, got {short_repr(brokers)}")
-    if len(set(brokers)) != len(brokers):
-        top.fail(f"broker ids must be unique, got {short_repr(brokers)}")
+    _check_ids(top, brokers, "broker")
     missing = [r for r in replicas if r not in brokers]
     if missing:
         top.fail(f"brokers {short_repr(brokers)} must list every replica: {missing} missing")
