@@ -1,10 +1,11 @@
-"""`reassign` (issue 49): KRaft's AlterPartitionReassignments to the partition's replicas in a new
-order, as 3.8.0 ReplicationControlManager.changePartitionReassignment and PartitionChangeBuilder run
-it: one record with the new replica list, no leader-epoch bump, complete at once. Adding or removing
-replicas is refused when the scenario is read. Kafka's own tests that need it are tests/kafka/kraft-
-reassign*.yaml, kraft-delta-*.yaml and kraft-fetcher-not-restarted-*.yaml; here what their expect
-blocks cannot say (events, errors) and the step's life on the other engines' paths (state documents,
-the search's states)."""
+"""`reassign` (issue 49): KRaft's AlterPartitionReassignments as 3.5.0 / 3.8.0
+ReplicationControlManager and PartitionChangeBuilder run it: a rearrangement (one record, no
+leader-epoch bump, complete at once), adding and removing replicas (brokers the scenario lists in
+``brokers``), completion by the AlterPartition that puts the targets in the ISR, cancellation. Kafka's
+own tests that need it are tests/kafka/kraft-*reassign*.yaml, kraft-delta-*.yaml,
+kraft-fetcher-not-restarted-*.yaml and kraft-isr-enlargement-*.yaml; here what their expect blocks
+cannot say (events, errors) and the step's life on the other engines' paths (state documents, the
+search's states)."""
 
 from __future__ import annotations
 
