@@ -326,6 +326,12 @@ class Checker:
         rid = rep.id
         if base != e.previous_leo:
             self.find("OffsetMonotonicity", f"replica {rid} appended at offset {base} but its LEO was {e.previous_leo}")
+        if end > log.end:
+            # A reassignment deleted the copy later in the same step (a removing replica whose fetch
+            # completed it): only what is left is judged; its Truncated effect follows.
+            end = log.end
+            if end <= base:
+                return
         new = log[base:end]
         previous = log[base - 1][0] if base > 0 else None
         for o, (epoch, _value) in enumerate(new, start=base):

@@ -222,7 +222,9 @@ class _Batch:
             if isinstance(e, Appended):
                 b = b or self.rows.block("log", _LOG)
                 log = p.replicas[e.replica].log
-                for o in range(e.base, e.end):
+                # (a copy a reassignment deleted later in the step keeps only its rows up to what
+                # is left: its truncate row follows)
+                for o in range(e.base, min(e.end, log.end)):
                     epoch, value = log[o]
                     self._log_row(b, seq, e.replica, "append", o, epoch, value)
             elif isinstance(e, Truncated):
