@@ -111,15 +111,16 @@ def recovery_choice(p: "Partition", isr: tuple[int, ...], elr: tuple[int, ...],
 
 
 def maybe_complete_reassignment(replicas: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...],
-                                isr: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """``PartitionReassignmentReplicas.maybeCompleteReassignment`` (3.5.0 - 3.8.0): with a
-    reassignment in progress, once the target ISR without the removing replicas is not empty and
-    holds every replica but the removing ones: (the new replicas, the new ISR).  Else None."""
+                                isr: tuple[int, ...], all_targets: bool) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``PartitionReassignmentReplicas.maybeCompleteReassignment``: with a reassignment in
+    progress, once the target ISR without the removing replicas is not empty and holds every adding
+    replica (3.5.0) -- every replica but the removing ones with ``all_targets`` (3.8.0, KAFKA-15665)
+    --: (the new replicas, the new ISR).  Else None."""
     if not adding and not removing:
         return None
     new_isr = tuple(r for r in isr if r not in removing)
     new_replicas = tuple(r for r in replicas if r not in removing)
-    if not new_isr or not new_replicas or not set(new_isr) >= set(new_replicas):
+    if not new_isr or not new_replicas or not set(new_isr) >= set(new_replicas if all_targets else adding):
         return None
     return new_replicas, new_isr
 
@@ -138,7 +139,10 @@ def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_
     targets = p.assignment if replicas is None else replicas
     adding = c.adding if adding is None else adding
     removing = c.removing if removing is None else removing
-    completed = maybe_complete_reassignment(targets, adding, removing, isr)
+    # KAFKA-15665 (3.8.0: every target replica in the ISR) came with the 3.8.0 code kip966 runs; kip903
+    # runs 3.5.0's (the adding replicas). The variants have no knob of their own for it: ``elr``
+    # tells the 3.8.0 variant (docs/protocol.md 10.3).
+    completed = maybe_complete_reassignment(targets, adding, removing, isr, p.variant.elr)
     if completed is not None:
         targets, isr = completed
         adding, removing = (), ()
@@ -633,7 +637,7 @@ def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartit
             # .alterPartition, 3.5.0 / 3.8.0): the replicas become the target, the removing ones
             # leave the ISR, and a removed leader is replaced -- answered NEW_LEADER_ELECTED, the
             # change written all the same; the leader stays pending until the metadata reaches it.
-            changed = change_partition(p, request.isr, "alter_partition " + request.why, topic_unclean=False)
+            changed = change_partition(p, request.isr, "alter_partition " + request.why)
             if c.leader != leader.id:
                 p.error("NEW_LEADER_ELECTED")
                 p.event("AlterPartitionNewLeaderElected", leader=leader.id, new_leader=c.leader, epoch=c.leader_epoch)

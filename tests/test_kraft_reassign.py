@@ -299,3 +299,13 @@ def test_kafkas_builder_keeps_a_replica_a_cancel_removed_in_the_elr_and_may_elec
     found = {(v["invariant"], v["step"]) for v in result["violations"]}
     assert {("LeaderCandidateCompleteness", 9), ("NoCommittedDataLoss", 11)} <= found
     assert result["losses"] == [{"offset": 0, "value": "v0", "acked": False, "allowed": False, "step": 11}]
+
+
+@pytest.mark.parametrize("protocol, replicas, isr, removing", [
+    ("kip903", [1, 2], [1], None),  # 3.5.0: no adding replica to wait for: complete, 2 outside the ISR
+    ("kip966", [1, 2, 3], [1, 3], [3]),  # 3.8.0 (KAFKA-15665): waits for every target replica, 2 too
+])
+def test_a_removal_completes_when_the_adding_replicas_or_all_targets_are_in_the_isr(protocol, replicas, isr, removing):
+    steps = [CREATE, {"shrink_isr": {"replica": 2}}, {"reassign": {"replicas": [1, 2]}}]
+    ctl = at(result_of(steps, protocol, brokers=(1, 2, 3)), 3)["controller"]
+    assert (ctl["replicas"], ctl["isr"], ctl.get("removing_replicas")) == (replicas, isr, removing)
