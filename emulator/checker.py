@@ -326,6 +326,12 @@ class Checker:
         rid = rep.id
         if base != e.previous_leo:
             self.find("OffsetMonotonicity", f"replica {rid} appended at offset {base} but its LEO was {e.previous_leo}")
+        if end > log.end:
+            # A reassignment deleted the copy later in the same step (a removing replica whose fetch
+            # completed it): only what is left is judged; its Truncated effect follows.
+            end = log.end
+            if end <= base:
+                return
         new = log[base:end]
         previous = log[base - 1][0] if base > 0 else None
         for o, (epoch, _value) in enumerate(new, start=base):
@@ -387,10 +393,13 @@ class Checker:
         """
         rep = p.replicas[e.replica]
         covered = self.presumer_covered.get(rep.id)
+        # A leader whose copy a reassignment deleted later in the same step (KRaft: the change that
+        # removed it) no longer holds what it committed: only what is left is folded here; the new
+        # leader's HW brings the rest (every ISR member holds the records below a leader's HW).
+        hw = min(e.hw, rep.log.end)
         if covered is None:
             cm = self.committed_mismatch_of[rep.id]
-            covered = min(len(self.committed), e.hw if cm is None else cm)
-        hw = e.hw
+            covered = min(len(self.committed), hw if cm is None else cm)
         if hw <= covered:
             self.presumer_covered[rep.id] = max(covered, 0)
             return

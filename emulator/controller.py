@@ -38,16 +38,26 @@ class Controller:
     log_info: dict[int, tuple[int, int]] = field(default_factory=dict)
     shutting_down: tuple[int, ...] = ()  # registered brokers in controlled shutdown (inControlledShutdown)
     lagging: tuple[int, ...] = ()  # brokers that apply the metadata log only by delivery steps (lag_metadata)
+    # KRaft reassignment (PartitionRegistration): the replica list once a reassignment changed it
+    # (``Partition.assignment`` is the same list; () while it is the scenario's), and the
+    # addingReplicas / removingReplicas of the reassignment in progress.
+    replicas: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
 
     def copy(self) -> "Controller":
         return Controller(self.assignment, self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.highest_epoch,
                           self.elr, self.last_known_elr, self.fenced, dict(self.broker_epochs), self.next_broker_epoch,
-                          dict(self.log_info), self.shutting_down, self.lagging)
+                          dict(self.log_info), self.shutting_down, self.lagging, self.replicas, self.adding, self.removing)
 
     def current_request(self) -> LeaderAndIsrRequest | None:
         if self.leader_epoch < 0:
             return None
-        return LeaderAndIsrRequest(self.leader, self.leader_epoch, self.isr, self.partition_epoch)
+        return LeaderAndIsrRequest(self.leader, self.leader_epoch, self.isr, self.partition_epoch, self.replicas)
+
+    def request_replicas(self, request: LeaderAndIsrRequest) -> tuple[int, ...]:
+        """The partition's replicas as a request states them."""
+        return request.replicas if request.replicas else self.assignment
 
 
 def elect(p: "Partition", step: Elect) -> None:

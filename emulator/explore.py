@@ -290,12 +290,17 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
     items in replica order.  Equal states give equal tuples in any process."""
     p, g = replay.partition, replay.checker
     c = p.controller
-    reps = [p.replicas[r] for r in p.assignment]
+    # The replicas in their current order, then (after a reassignment removed some) the other
+    # brokers in id order; ``reassigned`` below says how many are replicas.
+    others = sorted([r for r in p.replicas if r not in p.assignment])
+    reps = [p.replicas[r] for r in p.assignment] + [p.replicas[r] for r in others]
     rank = _partition_epoch_ranks(c.partition_epoch, reps)
     brank = _broker_epoch_ranks(c, reps)
     # Per-follower dicts are built in assignment order (become_leader) or in sorted order
-    # (restore); with a sorted assignment both are replica order already.
-    ordered = _is_sorted(p.assignment)
+    # (restore); with a sorted assignment both are replica order already (a reassignment may add
+    # a follower last: then sorted).
+    reassigned = bool(others or c.adding or c.removing)
+    ordered = _is_sorted(p.assignment) and not reassigned
     replicas = []
     for r in reps:
         ls = r.leadership
@@ -323,7 +328,8 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
             r.cache.as_tuple(), r.alive, r.halted, ROLE_INDEX[r.role],
             r.believed_leader, r.leader_epoch, rank[r.partition_epoch], r.fresh_after_restart,
             r.processed_leader_and_isr, FETCH_STATE_INDEX[r.fetch_state],
-            tuple([(q.leader, q.leader_epoch, q.isr, rank[q.partition_epoch]) for q in r.pending_requests]),
+            tuple([(q.leader, q.leader_epoch, q.isr, rank[q.partition_epoch]) + ((q.replicas,) if q.replicas else ())
+                   for q in r.pending_requests]),
             r.last_response_hw, leadership, brank[r.broker_epoch],
             None if r.clean_shutdown_epoch is None else brank.get(r.clean_shutdown_epoch, -2),
         ))
@@ -342,7 +348,8 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
         p.now_ms, p.compacted_offset, p.prefix_digest,
         (c.leader, c.leader_epoch, c.isr, rank[c.partition_epoch], c.highest_epoch, c.elr, c.last_known_elr, c.fenced,
          tuple(sorted([(b, brank[e]) for b, e in c.broker_epochs.items()])), brank[c.next_broker_epoch],
-         tuple(sorted(c.log_info.items())), c.shutting_down, c.lagging),
+         tuple(sorted(c.log_info.items())), c.shutting_down, c.lagging)
+        + ((c.adding, c.removing, len(p.assignment)) if reassigned else ()),
         tuple(replicas), checker, (counters.records, counters.crashes, counters.power_crashes),
     )
 
@@ -409,10 +416,14 @@ def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
     p.now_ms, p.compacted_offset, p.prefix_digest = now_ms, compacted_offset, prefix_digest
     c = p.controller
     (c.leader, c.leader_epoch, c.isr, c.partition_epoch, c.highest_epoch, c.elr, c.last_known_elr, c.fenced, broker_epochs,
-     c.next_broker_epoch, log_info, c.shutting_down, c.lagging) = ctl
+     c.next_broker_epoch, log_info, c.shutting_down, c.lagging) = ctl[:13]
     c.broker_epochs, c.log_info = dict(broker_epochs), dict(log_info)
     if p.variant.metadata == "kraft":  # canonical lists the replicas in the current order (KRaft's reassign)
-        p.assignment = tuple([r[0] for r in replicas])
+        count = len(replicas)
+        if len(ctl) > 13:  # a reassignment: adding, removing, how many of the listed are replicas
+            c.adding, c.removing, count = ctl[13], ctl[14], ctl[15]
+        p.assignment = tuple([r[0] for r in replicas[:count]])
+        c.replicas = () if p.assignment == c.assignment else p.assignment
     semantics = p.variant.cache_semantics
     for (rid, log, log_start, log_before, hw, hw_checkpoint, recovery_point, cache, alive, halted, role, believed_leader,
          leader_epoch, partition_epoch, fresh, processed, fetch_state, pending, last_response_hw, ls, broker_epoch,
@@ -676,7 +687,9 @@ def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tupl
     p = replay.partition
     if kind is StepKind.TICK:
         return Tick(ms=p.config.replica_lag_time_max_ms + 1), counters
-    if kind is StepKind.REASSIGN:  # the new replica order, one digit per replica
+    if kind is StepKind.REASSIGN:  # the target list, one digit per broker; ``Yc``: cancel
+        if code[1:] == "c":
+            return Reassign(cancel=True), counters
         return Reassign(tuple([int(ch) for ch in code[1:]])), counters
     r, flag = int(code[1]), code[2:]
     if kind is StepKind.PRODUCE:
@@ -753,8 +766,19 @@ def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:
     if space.has(StepKind.ALTER_PARTITION) and p.config.alter_partition == "explicit":
         codes += [step_code(StepKind.ALTER_PARTITION, r) for r in order
                   if reps[r].presumes_leadership and reps[r].leadership is not None and reps[r].leadership.awaiting_answer]
-    if space.has(StepKind.REASSIGN):  # opt-in (--steps): a replica moves to the front (the preferred leader)
-        codes += [step_code(StepKind.REASSIGN, r, "".join([str(y) for y in order if y != r])) for r in order[1:]]
+    if space.has(StepKind.REASSIGN):  # opt-in (--steps)
+        y = CODE_OF_KIND[StepKind.REASSIGN]
+        # a replica moves to the front (the preferred leader)
+        codes += [step_code(StepKind.REASSIGN, r, "".join([str(x) for x in order if x != r])) for r in order[1:]]
+        # A removal and a cancel bump the leader epoch (a replica leaves the list): within --epochs.
+        bump_ok = c.leader_epoch + 1 <= b.epochs
+        if c.adding or c.removing:  # cancel the reassignment in progress
+            if bump_ok:
+                codes.append(y + "c")
+        else:  # remove one replica (complete at once), or add back a broker a removal left out
+            if len(order) > 1 and bump_ok:
+                codes += [y + "".join([str(x) for x in order if x != r]) for r in order]
+            codes += [y + "".join([str(x) for x in order]) + str(x) for x in sorted(reps) if x not in order]
     if space.has(StepKind.LAG_METADATA):  # opt-in (--steps): a broker stops applying the metadata log
         codes += [step_code(StepKind.LAG_METADATA, r) for r in order if reps[r].alive and r not in c.lagging]
     if space.has(StepKind.LOG_INFO) and p.variant.unclean_recovery in ("balanced", "proactive"):

@@ -163,6 +163,13 @@ def fetch(p: "Partition", step: Fetch) -> None:
         return
     assert f.believed_leader is not None  # leader_answer_error found it
     leader = p.replicas[f.believed_leader]
+    assert leader.leadership is not None  # a live leader has its leader state
+    if f.id not in leader.leadership.remote_leo:
+        # Partition.followerReplicaOrThrow (3.5.0 / 3.8.0): the leader does not list the follower
+        # among the replicas yet (a reassignment's new replica, the leader lagging the metadata
+        # log) or any more: the fetch is answered UNKNOWN_LEADER_EPOCH, and the follower retries.
+        p.error("UNKNOWN_LEADER_EPOCH")
+        return
     fetch_offset = f.leo
     if fetch_offset > leader.leo:
         p.error("OFFSET_OUT_OF_RANGE")

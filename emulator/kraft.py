@@ -46,9 +46,10 @@ def is_kraft(p: "Partition") -> bool:
 
 
 def register_all(p: "Partition") -> None:
-    """The initial cluster: every broker registered, unfenced, in assignment order."""
+    """The initial cluster: every broker registered, unfenced, in assignment order (then the
+    scenario's other brokers)."""
     c = p.controller
-    for r in p.assignment:
+    for r in p.replicas:
         c.broker_epochs[r] = c.next_broker_epoch
         p.replicas[r].broker_epoch = c.next_broker_epoch
         c.next_broker_epoch += 1
@@ -109,13 +110,42 @@ def recovery_choice(p: "Partition", isr: tuple[int, ...], elr: tuple[int, ...],
     return best
 
 
+def maybe_complete_reassignment(replicas: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...],
+                                isr: tuple[int, ...], all_targets: bool) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``PartitionReassignmentReplicas.maybeCompleteReassignment``: with a reassignment in
+    progress, once the target ISR without the removing replicas is not empty and holds every adding
+    replica (3.5.0) -- every replica but the removing ones with ``all_targets`` (3.8.0, KAFKA-15665)
+    --: (the new replicas, the new ISR).  Else None."""
+    if not adding and not removing:
+        return None
+    new_isr = tuple(r for r in isr if r not in removing)
+    new_replicas = tuple(r for r in replicas if r not in removing)
+    if not new_isr or not new_replicas or not set(new_isr) >= set(new_replicas if all_targets else adding):
+        return None
+    return new_replicas, new_isr
+
+
 def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_shutdown: tuple[int, ...] = (),
                      exclude: int | None = None, ineligible: int | None = None, topic_unclean: bool = True,
-                     replicas_changed: bool = False) -> bool:
-    """``PartitionChangeBuilder.build`` for a target ISR: ELR, election (the current leader if it
-    is still valid), epochs, LastKnownELR; writes and delivers the change.  False: a no-op."""
+                     replicas_changed: bool = False, replicas: tuple[int, ...] | None = None,
+                     adding: tuple[int, ...] | None = None, removing: tuple[int, ...] | None = None) -> bool:
+    """``PartitionChangeBuilder.build`` for a target ISR: the reassignment's completion
+    (``completeReassignmentIfNeeded``, with the partition's adding/removing replicas unless the
+    target ones are given), ELR, election (the current leader if it is still valid, else the
+    first valid target replica), epochs, LastKnownELR; writes and delivers the change.  False: a
+    no-op."""
     c = p.controller
     old_isr = c.isr
+    targets = p.assignment if replicas is None else replicas
+    adding = c.adding if adding is None else adding
+    removing = c.removing if removing is None else removing
+    # KAFKA-15665 (3.8.0: every target replica in the ISR) came with the 3.8.0 code kip966 runs; kip903
+    # runs 3.5.0's (the adding replicas). The variants have no knob of their own for it: ``elr``
+    # tells the 3.8.0 variant (docs/protocol.md 10.3).
+    completed = maybe_complete_reassignment(targets, adding, removing, isr, p.variant.elr)
+    if completed is not None:
+        targets, isr = completed
+        adding, removing = (), ()
     isr = tuple(sorted(isr))
     elr = target_elr(p, old_isr, isr, c.elr, unclean_shutdown)
     last_known = c.last_known_elr  # (write_change clears it at or above min ISR)
@@ -125,6 +155,10 @@ def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_
     def valid(r: int | None) -> bool:
         return r is not None and r != ineligible and (r in isr or (not isr and r in elr)) and acceptable(p, r)
 
+    reassigning = targets != p.assignment or adding != c.adding or removing != c.removing
+    old_replicas = p.assignment
+    if reassigning:  # the election and unclean recovery read the target replicas
+        p.assignment = targets
     leader = c.leader
     unclean = False
     if not valid(leader):
@@ -137,18 +171,28 @@ def change_partition(p: "Partition", isr: tuple[int, ...], why: str, *, unclean_
         if leader is None and topic_unclean and p.config.unclean_leader_election:
             leader = next((r for r in p.assignment if r != ineligible and acceptable(p, r)), None)
             unclean = leader is not None
+    if reassigning:
+        p.assignment = old_replicas
     return write_change(p, leader, isr, elr, last_known, why, unclean=unclean, exclude=exclude,
-                        replicas_changed=replicas_changed)
+                        replicas_changed=replicas_changed,
+                        reassignment=(targets, adding, removing) if reassigning else None)
 
 
 def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: tuple[int, ...],
                  last_known: tuple[int, ...], why: str, *, unclean: bool = False, epoch: int | None = None,
                  force_epoch_bump: bool = False, exclude: int | None = None, to: tuple[int, ...] | None = None,
-                 replicas_changed: bool = False) -> bool:
+                 replicas_changed: bool = False,
+                 reassignment: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None) -> bool:
     """The rest of ``build``: the leader's ISR after an ELR or unclean election, the leader-epoch
-    bump (a new leader; an ISR shrink below metadata.version 3.6), the LastKnownELR, then one
-    PartitionChangeRecord and its delivery.  False when nothing changes."""
+    bump (a new leader; an ISR shrink below metadata.version 3.6; a replica list that lacks an old
+    replica: ``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``), the LastKnownELR, then one
+    PartitionChangeRecord (with ``reassignment``'s replicas, adding and removing replicas) and its
+    delivery.  False when nothing changes."""
     c = p.controller
+    if reassignment is not None:
+        replicas_changed = True
+        if not set(reassignment[0]) >= set(p.assignment):
+            force_epoch_bump = True
     leader_changed = leader != c.leader
     if unclean and leader is not None:
         isr, elr, last_known = (leader,), (), ()  # ISR = the new leader; the ELR fields are cleared
@@ -180,6 +224,11 @@ def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: 
         c.leader_epoch = new_epoch
         c.highest_epoch = max(c.highest_epoch, new_epoch)
     c.leader, c.isr, c.elr, c.last_known_elr = leader, isr, elr, last_known
+    removed: tuple[int, ...] = ()
+    if reassignment is not None:
+        removed = tuple(r for r in p.assignment if r not in reassignment[0])
+        set_replicas(p, reassignment[0])
+        c.adding, c.removing = reassignment[1], reassignment[2]
     c.partition_epoch += 1
     p.effect(MetadataChanged(c.partition_epoch))
     if leader is not None:
@@ -187,25 +236,44 @@ def write_change(p: "Partition", leader: int | None, isr: tuple[int, ...], elr: 
     if unclean and leader is not None:
         p.effect(UncleanElection(leader))  # reported as a potential data loss, as KIP-966 says of every unclean recovery
     p.event("PartitionChange", why=why, leader=leader, epoch=c.leader_epoch, isr=list(isr), elr=list(elr),
-            last_known_elr=list(last_known), clean=not unclean)
-    deliver(p, exclude, to)
+            last_known_elr=list(last_known), clean=not unclean,
+            **({"replicas": list(p.assignment), "adding": list(c.adding), "removing": list(c.removing)}
+               if reassignment is not None else {}))
+    deliver(p, exclude, to, removed)
     return True
 
 
-def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | None = None) -> None:
+def set_replicas(p: "Partition", replicas: tuple[int, ...]) -> None:
+    """The partition's replica list (``Partition.assignment``; the controller keeps it only while it
+    differs from the scenario's)."""
+    p.assignment = replicas
+    p.controller.replicas = () if replicas == p.controller.assignment else replicas
+
+
+def holds_copy(p: "Partition", r: int) -> bool:
+    """A broker outside the replica list that still has the partition: it applied a state of it
+    and has not deleted it yet (a removed replica that lags the metadata log or was down)."""
+    return p.replicas[r].leader_epoch >= 0
+
+
+def deliver(p: "Partition", exclude: int | None = None, to: tuple[int, ...] | None = None,
+            removed: tuple[int, ...] = ()) -> None:
     """The metadata log reaches the brokers: the live, unfenced ones in ``to`` (default: all,
-    the leader first) process the partition's new state now, the others when they next process
-    their pending LeaderAndIsr.  A broker ignores a state that is not newer than its own."""
+    the leader first, then the replicas ``removed`` by this change and any other broker that
+    still holds a copy) process the partition's new state now, the others when they next process
+    their pending LeaderAndIsr.  A broker ignores a state that is not newer than its own; one the
+    state no longer lists deletes its copy (``process_leader_and_isr``)."""
     c = p.controller
     request = c.current_request()
     if request is None:
         return  # no leader epoch written yet (before the first election): nothing to publish
+    others = tuple(r for r in p.replicas if r not in p.assignment and (r in removed or holds_copy(p, r)))
     if to is None:
         first = (c.leader,) if c.leader is not None else ()
-        to = first + tuple(r for r in p.assignment if r != c.leader)
+        to = first + tuple(r for r in p.assignment if r != c.leader) + others
     # A fenced broker catches up when unfenced; a lagging one by delivery steps (lag_metadata).
     to = tuple(r for r in to if r != exclude and r not in c.fenced and r not in c.lagging)
-    for r in p.assignment:
+    for r in p.assignment + others:
         rep = p.replicas[r]
         if rep.alive and r not in to:
             rep.pending_requests.append(request)
@@ -564,14 +632,24 @@ def answer_alter_partition(p: "Partition", leader: Replica, request: AlterPartit
             ls.isr, ls.partition_epoch = request.isr, c.partition_epoch
         changed = True
     else:  # the leader learns the new state first (the AlterPartition response), then the others
-        elr = target_elr(p, c.isr, request.isr, c.elr)
-        changed = write_change(p, c.leader, request.isr, elr, c.last_known_elr, "alter_partition " + request.why)
-        if changed and leader.id in c.lagging and ls is not None:
+        if c.adding or c.removing:
+            # A reassignment in progress: the builder may complete it (ReplicationControlManager
+            # .alterPartition, 3.5.0 / 3.8.0): the replicas become the target, the removing ones
+            # leave the ISR, and a removed leader is replaced -- answered NEW_LEADER_ELECTED, the
+            # change written all the same; the leader stays pending until the metadata reaches it.
+            changed = change_partition(p, request.isr, "alter_partition " + request.why)
+            if c.leader != leader.id:
+                p.error("NEW_LEADER_ELECTED")
+                p.event("AlterPartitionNewLeaderElected", leader=leader.id, new_leader=c.leader, epoch=c.leader_epoch)
+        else:
+            elr = target_elr(p, c.isr, request.isr, c.elr)
+            changed = write_change(p, c.leader, request.isr, elr, c.last_known_elr, "alter_partition " + request.why)
+        if changed and leader.id in c.lagging and ls is not None and leader.leadership is not None:
             # The AlterPartition response carries the new state to the leader, lagging or not
             # (Partition.handleAlterPartitionUpdate) -- unless the change bumped the leader epoch
-            # (kip903's shrink): the response's leader epoch is not the leader's, so it is ignored
-            # (3.5.0 Partition.scala ~1855-1858) and the leader stays in its pending state, the
-            # maximal ISR and no new AlterPartition, until the metadata log brings the new epoch.
+            # (kip903's shrink, a reassignment's): the response's leader epoch is not the leader's,
+            # so it is ignored (3.5.0 Partition.scala ~1855-1858) and the leader stays in its pending
+            # state, the maximal ISR and no new AlterPartition, until the metadata log brings the new epoch.
             current = c.current_request()
             assert current is not None
             if current.leader_epoch == leader.leader_epoch:
@@ -613,14 +691,20 @@ def lag_metadata(p: "Partition", step: LagMetadata) -> None:
 
 
 def reassign(p: "Partition", step: Reassign) -> None:
-    """AlterPartitionReassignments to the partition's replicas in a new order (3.8.0
-    ``ReplicationControlManager.changePartitionReassignment``): nothing to add or remove, so the
-    reassignment completes in its first record — the builder with the new target replicas
-    (``setTargetReplicas``), no adding/removing replicas, the election of the builder
-    (``Election.ONLINE``: the topic's unclean setting is not read, ``tryElection`` keeps a valid
-    leader), no leader-epoch bump (``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``: the
-    new list holds every old replica).  The same order is a no-op (``changeRecordIsNoOp``).  The
-    step's replicas are a permutation of the partition's (checked when parsed)."""
+    """AlterPartitionReassignments for the partition (3.5.0 / 3.8.0
+    ``ReplicationControlManager.alterPartitionReassignment``): a target list
+    (``changePartitionReassignment``) or, with ``cancel``, none (``cancelPartitionReassignment``).
+
+    A target: ``PartitionReassignmentReplicas`` against the current replicas -- removing = current
+    less target, adding = target less current (both sorted), replicas = target then removing --
+    and the builder with those targets (an empty adding or removing list keeps the partition's),
+    ``Election.ONLINE`` (the topic's unclean setting is not read).  The builder completes the
+    reassignment at once when the ISR already holds every target replica
+    (``maybe_complete_reassignment``): a rearrangement, a removal.  Otherwise the record holds the
+    replicas with adding/removing; the added brokers become followers, and the change that puts
+    them all in the ISR (the leader's AlterPartition) completes it.  The leader epoch is bumped
+    when the replica list loses a replica (``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``;
+    3.5.0 ``triggerLeaderEpochBumpIfNeeded``).  No change at all is a no-op (``changeRecordIsNoOp``)."""
     if not is_kraft(p):
         p.error(NO_ANSWER)
         return
@@ -628,12 +712,44 @@ def reassign(p: "Partition", step: Reassign) -> None:
     if c.leader_epoch < 0:
         p.error("UNKNOWN_TOPIC_OR_PARTITION")  # no partition registration yet
         return
-    if step.replicas == p.assignment:
-        p.event("PartitionReassignment", replicas=list(step.replicas), changed=False)
+    if step.cancel:
+        cancel_reassignment(p)
         return
-    p.assignment = step.replicas
-    p.event("PartitionReassignment", replicas=list(step.replicas), changed=True)
-    change_partition(p, c.isr, "reassignment", topic_unclean=False, replicas_changed=True)
+    assert step.replicas is not None  # parse_step: replicas or cancel
+    target, current = step.replicas, p.assignment
+    removing = tuple(sorted(set(current) - set(target)))
+    adding = tuple(sorted(set(target) - set(current)))
+    changed = change_partition(p, c.isr, "reassignment", topic_unclean=False, replicas=target + removing,
+                               adding=adding if adding else c.adding, removing=removing if removing else c.removing)
+    p.event("PartitionReassignment", replicas=list(target), adding=list(adding), removing=list(removing), changed=changed,
+            completed=changed and not c.adding and not c.removing)
+
+
+def cancel_reassignment(p: "Partition") -> None:
+    """``cancelPartitionReassignment`` (3.5.0 / 3.8.0) and ``PartitionReassignmentRevert``: no
+    reassignment in progress answers NO_REASSIGNMENT_IN_PROGRESS.  Else the replicas without the
+    adding ones (the removing ones kept), the ISR without the adding ones -- when that is empty,
+    the first original replica, which needs the topic's unclean leader election (else
+    INVALID_REPLICA_ASSIGNMENT, nothing written) -- no adding/removing replicas, the builder's
+    election (UNCLEAN when the topic enables it)."""
+    c = p.controller
+    if not c.adding and not c.removing:
+        p.error("NO_REASSIGNMENT_IN_PROGRESS")
+        return
+    original = tuple(r for r in p.assignment if r not in c.adding)
+    isr = tuple(r for r in c.isr if r not in c.adding)
+    unclean = not isr
+    if unclean:
+        if not p.config.unclean_leader_election:
+            p.error("INVALID_REPLICA_ASSIGNMENT")
+            p.event("PartitionReassignmentCancelled", replicas=list(original), changed=False,
+                    reason="reverting would need an unclean leader election")
+            return
+        isr = original[:1]
+    changed = change_partition(p, isr, "reassignment cancelled", replicas=original, adding=(), removing=())
+    if changed and unclean and c.leader is not None:
+        p.effect(UncleanElection(c.leader))  # Kafka: "This is considered an unclean leader election"
+    p.event("PartitionReassignmentCancelled", replicas=list(original), changed=changed)
 
 
 # -- unclean recovery -----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
     rep.leader_epoch = request.leader_epoch
     rep.believed_leader, rep.role = rep.id, Role.LEADER
     rep.fresh_after_restart, rep.fetch_state, rep.last_response_hw = False, None, None
-    followers = [f for f in p.assignment if f != rep.id]
+    followers = [f for f in p.controller.request_replicas(request) if f != rep.id]
     if new_leader:
         p.generation += 1
         rep.leadership = LeaderState(
@@ -60,6 +60,7 @@ def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
         assert ls is not None
         ls.isr, ls.partition_epoch, ls.epoch_start_offset = request.isr, request.partition_epoch, rep.leo
         ls.in_flight = None  # a new leader epoch: the answer to an AlterPartition in flight is ignored
+        sync_remote_replicas(p, rep, request)
         for f in followers:
             ls.last_caught_up_ms[f] = p.now_ms if f in request.isr else NEVER
             ls.last_fetch_leader_leo[f] = rep.leo
@@ -71,6 +72,28 @@ def become_leader(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
     p.event("BecomeLeader", replica=rep.id, epoch=rep.leader_epoch, new_leader=new_leader)
     p.effect(LeaderHw(rep.id, rep.hw))
     maybe_increment_high_watermark(p, rep)
+
+
+def sync_remote_replicas(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
+    """``Partition.updateAssignmentAndIsr``: a leader tracks the replicas the partition state lists
+    (KRaft reassignment): an added one starts unknown (no LEO, never caught up, no broker epoch),
+    a removed one is forgotten."""
+    ls = rep.leadership
+    if ls is None or p.variant.metadata != "kraft":
+        return
+    followers = [f for f in p.controller.request_replicas(request) if f != rep.id]
+    if list(ls.remote_leo) == followers:
+        return
+    for f in followers:
+        if f not in ls.remote_leo:
+            ls.remote_leo[f] = UNKNOWN_OFFSET
+            ls.last_caught_up_ms[f] = NEVER
+            ls.last_fetch_leader_leo[f] = UNKNOWN_OFFSET
+            ls.last_fetch_ms[f] = NEVER
+            ls.remote_broker_epoch[f] = -1
+    for f in [f for f in ls.remote_leo if f not in followers]:
+        for d in (ls.remote_leo, ls.last_caught_up_ms, ls.last_fetch_leader_leo, ls.last_fetch_ms, ls.remote_broker_epoch):
+            d.pop(f, None)
 
 
 def stop_leading(p: "Partition", rep: Replica, answer: str = "NOT_LEADER") -> None:

@@ -79,12 +79,17 @@ class Partition:
     __slots__ = ("assignment", "config", "variant", "controller", "replicas", "now_ms", "step_number", "generation",
                  "errors", "_events", "_effects", "compacted_offset", "prefix_digest")
 
-    def __init__(self, assignment: tuple[int, ...], config: Config, variant: ProtocolVariant) -> None:
+    def __init__(self, assignment: tuple[int, ...], config: Config, variant: ProtocolVariant,
+                 brokers: tuple[int, ...] = ()) -> None:
+        """``assignment``: the partition's replicas; ``brokers``: the other brokers of the cluster
+        a reassignment may move it to (``replicas`` holds every broker, these last, holding no
+        copy of the partition until a reassignment adds them)."""
         self.assignment = tuple(assignment)
         self.config = config
         self.variant = variant
         self.controller = Controller(assignment=self.assignment, isr=tuple(sorted(self.assignment)))
-        self.replicas: dict[int, Replica] = {r: Replica(r, variant.cache_semantics) for r in self.assignment}
+        every = self.assignment + tuple(b for b in brokers if b not in self.assignment)
+        self.replicas: dict[int, Replica] = {r: Replica(r, variant.cache_semantics) for r in every}
         self.now_ms = 0  # the lag clock; only tick moves it
         self.step_number = 0
         self.generation = 0  # counts leaderships (a new LeaderState each time)

@@ -34,6 +34,9 @@ class LeaderAndIsrRequest:
     leader_epoch: int
     isr: tuple[int, ...]
     partition_epoch: int
+    # KRaft: the partition's replicas in this change when a reassignment changed them (): the
+    # scenario's replicas, ``Controller.assignment``); a broker not in them deletes its copy.
+    replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .effects import CacheChanged
 from .follower import become_follower_and_truncate, become_follower_without_fetcher
-from .leader import become_leader, maybe_increment_high_watermark, stop_leading
+from .leader import (
+    become_leader,
+    maybe_increment_high_watermark,
+    stop_leading,
+    sync_remote_replicas,
+)
+from .log import cut
 from .replica import LeaderAndIsrRequest, Replica, Role
 from .steps import LeaderAndIsr
 
@@ -68,6 +75,9 @@ def is_isr_update(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) ->
 
 
 def process_leader_and_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
+    if p.variant.metadata == "kraft" and rep.id not in p.controller.request_replicas(request):
+        delete_partition(p, rep, request)
+        return
     if request.leader_epoch <= rep.leader_epoch:
         if is_isr_update(p, rep, request):
             _take_isr(p, rep, request)
@@ -87,6 +97,27 @@ def process_leader_and_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRe
         become_follower_without_fetcher(p, rep, request)
     else:
         become_follower_and_truncate(p, rep, request)
+
+
+def delete_partition(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> None:
+    """KRaft ``ReplicaManager.applyDelta`` (3.5.0 / 3.8.0): a partition change that no longer
+    lists the broker among the replicas is one of its ``localChanges.deletes``: the broker stops
+    the partition (a leader's parked produces answer NOT_LEADER_OR_FOLLOWER) and deletes its
+    log (``stopPartitions`` with ``deleteLocalLog``).  A broker without a copy ignores it."""
+    if rep.leader_epoch < 0 and rep.leo == 0 and rep.role is Role.NONE:
+        _forget_requests_up_to(rep, request)
+        return
+    stop_leading(p, rep, "NOT_LEADER_OR_FOLLOWER")
+    leo = rep.leo
+    cut(p, rep, rep.log.start)
+    if rep.cache.truncate_from_end(rep.log.start):
+        p.effect(CacheChanged(rep.id, rep.cache.changed_from(len(rep.cache))))
+    rep.hw = rep.hw_checkpoint = rep.recovery_point = rep.log.start
+    rep.role, rep.believed_leader, rep.fetch_state, rep.last_response_hw = Role.NONE, None, None, None
+    rep.leader_epoch, rep.partition_epoch = -1, -1
+    rep.processed_leader_and_isr, rep.fresh_after_restart = False, True
+    rep.pending_requests = []
+    p.event("ReplicaDeleted", replica=rep.id, leo=leo, partition_epoch=request.partition_epoch)
 
 
 def stops_fetcher(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> bool:
@@ -111,6 +142,7 @@ def _take_isr(p: "Partition", rep: Replica, request: LeaderAndIsrRequest) -> Non
         # Partition.updateAssignmentAndIsr: the committed state replaces a proposal in flight
         # (its answer, if any, is then rejected as stale).
         ls.isr, ls.partition_epoch, ls.in_flight = request.isr, request.partition_epoch, None
+        sync_remote_replicas(p, rep, request)
         p.event("IsrUpdate", replica=rep.id, isr=list(request.isr), partition_epoch=request.partition_epoch)
         maybe_increment_high_watermark(p, rep)
     elif rep.role is Role.FOLLOWER and rep.fetch_state is not None and stops_fetcher(p, rep, request):

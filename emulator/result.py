@@ -44,6 +44,8 @@ CONTROLLER_FIELDS: dict[str, tuple[str, Any]] = {
     "in_controlled_shutdown": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
     "lagging_metadata": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
     "replicas": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+    "adding_replicas": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
+    "removing_replicas": ("a list of replica ids", lambda v: isinstance(v, list) and all(_is_int(x) for x in v)),
 }
 LOSS_FIELDS: dict[str, tuple[str, Any]] = {
     "offset": ("an int", _is_int),
@@ -63,8 +65,12 @@ def controller_snapshot(p) -> dict[str, Any]:
             snapshot["in_controlled_shutdown"] = list(c.shutting_down)
         if c.lagging:  # only while a broker lags the metadata log (lag_metadata)
             snapshot["lagging_metadata"] = list(c.lagging)
-        if p.assignment != c.assignment:  # only once a reassignment changed the replica order
+        if p.assignment != c.assignment:  # only once a reassignment changed the replica list
             snapshot["replicas"] = list(p.assignment)
+        if c.adding:  # only while a reassignment adds replicas
+            snapshot["adding_replicas"] = list(c.adding)
+        if c.removing:  # only while a reassignment removes replicas
+            snapshot["removing_replicas"] = list(c.removing)
     return snapshot
 
 

@@ -42,9 +42,9 @@ class Replay:
     """A partition and the checker that observes it: the unit every engine steps."""
 
     def __init__(self, replicas: tuple[int, ...], config: Config, variant: ProtocolVariant,
-                 judging: Judging = Judging.INCREMENTAL) -> None:
-        self.partition = Partition(replicas, config, variant)
-        self.checker = Checker(self.partition.assignment, judging)
+                 judging: Judging = Judging.INCREMENTAL, brokers: tuple[int, ...] = ()) -> None:
+        self.partition = Partition(replicas, config, variant, brokers)
+        self.checker = Checker(tuple(self.partition.replicas), judging)
 
     @classmethod
     def of(cls, partition: Partition, checker: Checker) -> "Replay":
@@ -131,7 +131,7 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
     see ``scenario_io.kafka_logs.seed_replay``) before the first step.
     """
     variant = effective_variant(protocol, scenario.config, knobs)
-    replay = Replay(scenario.replicas, scenario.config, variant, judging)
+    replay = Replay(scenario.replicas, scenario.config, variant, judging, scenario.brokers)
     if prepare is not None:
         prepare(replay)
     steps_trace = []

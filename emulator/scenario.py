@@ -44,6 +44,12 @@ class Scenario:
     source: str = "<memory>"
     topic_named: bool = False  # the file has a ``topic`` key (the stream keys partitions by it)
     initial_state: str | None = None  # Kafka replica directories to start from (resolved path)
+    brokers: tuple[int, ...] = ()  # the cluster's other brokers (``brokers`` less ``replicas``): a reassignment's targets
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        """Every broker a step may name: the replicas, then the other brokers."""
+        return self.replicas + self.brokers
 
 
 class _Reader:
@@ -87,7 +93,7 @@ def _is_int_list(v: Any) -> bool:
     return isinstance(v, list) and all(is_int(x) for x in v)
 
 
-TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "config", "steps", "expect", "initial_state")
+TOP_KEYS = ("name", "description", "topic", "partition", "replicas", "brokers", "config", "steps", "expect", "initial_state")
 EXPECT_KEYS = ("violations", "losses", "replicas", "controller", "at_step")
 
 
@@ -197,6 +203,16 @@ def _parse_expect(source: str, raw: Any, replicas: tuple[int, ...], steps: int) 
     return out
 
 
+def _check_ids(top: "_Reader", ids: list, what: str) -> None:
+    """At most ``MAX_REPLICAS`` ids (``what``: replica or broker), each an int32 >= 0, unique."""
+    if len(ids) > MAX_REPLICAS:
+        top.fail(f"at most {MAX_REPLICAS} {what}s, got {len(ids)}")
+    if any(r < 0 or r > INT32_MAX for r in ids):
+        top.fail(f"{what} ids must be between 0 and {INT32_MAX}, got {short_repr(ids)}")
+    if len(set(ids)) != len(ids):
+        top.fail(f"{what} ids must be unique, got {short_repr(ids)}")
+
+
 def parse_partition(fields: dict[str, Any], source: str) -> tuple[str, tuple[int, ...], Config]:
     """The one validator of a partition's ``name``, ``replicas`` and ``config`` (a scenario
     file's top level, a stream's partition header, a generated partition)."""
@@ -207,17 +223,27 @@ def parse_partition(fields: dict[str, Any], source: str) -> tuple[str, tuple[int
     replicas = top.get("replicas", _is_int_list, "a list of broker ids (ints)", required=True)
     if not replicas:
         top.fail("replicas must not be empty")
-    if len(replicas) > MAX_REPLICAS:
-        top.fail(f"at most {MAX_REPLICAS} replicas, got {len(replicas)}")
-    if any(r < 0 or r > INT32_MAX for r in replicas):
-        top.fail(f"replica ids must be between 0 and {INT32_MAX}, got {short_repr(replicas)}")
-    if len(set(replicas)) != len(replicas):
-        top.fail(f"replica ids must be unique, got {short_repr(replicas)}")
+    _check_ids(top, replicas, "replica")
     try:
         config = parse_config(fields.get("config") or {}, replicas=len(replicas))
     except ConfigError as exc:
         raise ScenarioError(f"{source}: config: {exc}") from None
     return name, tuple(replicas), config
+
+
+def parse_brokers(fields: dict[str, Any], source: str, replicas: tuple[int, ...]) -> tuple[int, ...]:
+    """The optional ``brokers``: every broker of the cluster, a list holding every replica (default:
+    the replicas).  Returns the brokers that are not replicas, in the order given: a reassignment
+    may add them (they hold no copy of the partition until then)."""
+    top = _Reader(source, "scenario", {k: fields[k] for k in ("brokers",) if k in fields}, ("brokers",))
+    brokers = top.get("brokers", _is_int_list, "a list of broker ids (ints)")
+    if brokers is None:
+        return ()
+    _check_ids(top, brokers, "broker")
+    missing = [r for r in replicas if r not in brokers]
+    if missing:
+        top.fail(f"brokers {short_repr(brokers)} must list every replica: {missing} missing")
+    return tuple(b for b in brokers if b not in replicas)
 
 
 def parse_scenario(data: Any, source: str = "<memory>", resolve_initial_state: Callable[[str], str] | None = None) -> Scenario:
@@ -228,10 +254,11 @@ def parse_scenario(data: Any, source: str = "<memory>", resolve_initial_state: C
     """
     top = _Reader(source, "scenario", data, TOP_KEYS)
     name, replicas, config = parse_partition(data, source)
+    brokers = parse_brokers(data, source, replicas)
 
     raw_steps = top.get("steps", lambda v: isinstance(v, list), "a list of steps", required=True)
-    steps = _parse_steps(source, raw_steps, replicas)
-    expect = _parse_expect(source, data["expect"], replicas, len(steps)) if data.get("expect") is not None else {}
+    steps = _parse_steps(source, raw_steps, replicas + brokers)
+    expect = _parse_expect(source, data["expect"], replicas + brokers, len(steps)) if data.get("expect") is not None else {}
     initial = top.get("initial_state", _is_str, "a directory path (string)")
     if initial is not None and resolve_initial_state is not None:
         try:
@@ -250,4 +277,5 @@ def parse_scenario(data: Any, source: str = "<memory>", resolve_initial_state: C
         source=source,
         topic_named="topic" in data,
         initial_state=initial,
+        brokers=brokers,
     )

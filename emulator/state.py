@@ -49,7 +49,7 @@ def _str_keys(d: dict[int, Any]) -> dict[str, Any]:
 
 
 def _request(q: LeaderAndIsrRequest) -> list:
-    return [q.leader, q.leader_epoch, list(q.isr), q.partition_epoch]
+    return [q.leader, q.leader_epoch, list(q.isr), q.partition_epoch] + ([list(q.replicas)] if q.replicas else [])
 
 
 def _leadership(ls: LeaderState | None) -> dict | None:
@@ -79,7 +79,7 @@ def _kraft_leadership(ls: LeaderState) -> dict[str, Any]:
     return d
 
 
-HEADER_KEYS = ("state_version", "protocol", "knobs", "assignment", "config")
+HEADER_KEYS = ("state_version", "protocol", "knobs", "assignment", "brokers", "config")  # brokers: only when the scenario has others
 
 
 def _config_document(config: Config) -> dict[str, Any]:
@@ -94,11 +94,13 @@ def _config_document(config: Config) -> dict[str, Any]:
 def header_document(replay: Replay) -> dict[str, Any]:
     """The part of a document no step changes: version, protocol and knobs, assignment, config."""
     p = replay.partition
+    extra = [b for b in p.replicas if b not in p.controller.assignment]  # the scenario's other brokers
     return {
         "state_version": STATE_VERSION,
         "protocol": p.variant.name,
         "knobs": p.variant.knobs(),
         "assignment": list(p.controller.assignment),  # the scenario's order (a reassignment's is the controller's)
+        **({"brokers": extra} if extra else {}),
         "config": _config_document(p.config),
     }
 
@@ -113,7 +115,7 @@ def state_document(replay: Replay) -> dict[str, Any]:
     c = p.controller
     kraft = p.variant.metadata == "kraft"
     replicas = []
-    for rid in p.assignment:
+    for rid in p.replicas:  # every broker: the scenario's replicas first
         r = p.replicas[rid]
         replicas.append({
             "id": r.id, "log": [[e, v] for e, v in r.log.retained()], "log_start": r.log.start,
@@ -141,6 +143,8 @@ def state_document(replay: Replay) -> dict[str, Any]:
             **({"shutting_down": list(c.shutting_down)} if c.shutting_down else {}),
             **({"lagging": list(c.lagging)} if c.lagging else {}),
             **({"replicas": list(p.assignment)} if p.assignment != c.assignment else {}),
+            **({"adding": list(c.adding)} if c.adding else {}),
+            **({"removing": list(c.removing)} if c.removing else {}),
         },
         "replicas": replicas,
         "oracle": {
@@ -170,9 +174,12 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
             raise StateVersionError(f"partition state version {doc.get('state_version')!r}, this build reads {STATE_VERSION}")
         config = doc["config"]
         config = Config(**{**config, "knobs": tuple((k, v) for k, v in config.get("knobs", ()))})
-        replay = Replay(tuple(doc["assignment"]), config, variant_named(doc["protocol"], doc["knobs"]))
+        replay = Replay(tuple(doc["assignment"]), config, variant_named(doc["protocol"], doc["knobs"]),
+                        brokers=tuple(doc.get("brokers", ())))
     else:
-        replay = Replay(like.partition.assignment, like.partition.config, like.partition.variant, like.checker.judging)
+        lp = like.partition
+        replay = Replay(lp.controller.assignment, lp.config, lp.variant, like.checker.judging,
+                        tuple(b for b in lp.replicas if b not in lp.controller.assignment))
     p, o = replay.partition, replay.checker
     p.now_ms, p.step_number, p.generation = doc["now_ms"], doc["step_number"], doc["generation"]
     p.compacted_offset, p.prefix_digest = doc["compacted_offset"], doc["prefix_digest"]
@@ -188,6 +195,8 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
     ctl.shutting_down = tuple(c.get("shutting_down", ()))
     ctl.lagging = tuple(c.get("lagging", ()))
     p.assignment = tuple(c["replicas"]) if "replicas" in c else ctl.assignment
+    ctl.replicas = () if p.assignment == ctl.assignment else p.assignment
+    ctl.adding, ctl.removing = tuple(c.get("adding", ())), tuple(c.get("removing", ()))
     for d in doc["replicas"]:
         r: Replica = p.replicas[d["id"]]
         r.log = Log(((e, v) for e, v in d["log"]), d["log_start"], None if d["log_before"] is None else tuple(d["log_before"]))
@@ -198,7 +207,8 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
         r.fresh_after_restart, r.processed_leader_and_isr = d["fresh_after_restart"], d["processed_leader_and_isr"]
         r.fetch_state = None if d["fetch_state"] is None else FetchState(d["fetch_state"])
         r.last_response_hw = d["last_response_hw"]
-        r.pending_requests = [LeaderAndIsrRequest(q[0], q[1], tuple(q[2]), q[3]) for q in d["pending_requests"]]
+        r.pending_requests = [LeaderAndIsrRequest(q[0], q[1], tuple(q[2]), q[3], tuple(q[4]) if len(q) > 4 else ())
+                              for q in d["pending_requests"]]
         if "broker_epoch" in d:
             r.broker_epoch, r.clean_shutdown_epoch = d["broker_epoch"], d["clean_shutdown_epoch"]
         ls = d["leadership"]

@@ -212,7 +212,8 @@ class LagMetadata:
 
 @dataclass(frozen=True, slots=True)
 class Reassign:
-    replicas: tuple[int, ...]
+    replicas: tuple[int, ...] | None = None  # the target replica list; None with cancel
+    cancel: bool = False  # AlterPartitionReassignments with a null target: revert the one in progress
     kind = StepKind.REASSIGN
 
 
@@ -318,6 +319,13 @@ def _check_elect(a: dict[str, Any]) -> None:
         raise StepError(f"isr {list(a['isr'])} does not contain the leader {a['leader']}")
 
 
+def _check_reassign(a: dict[str, Any]) -> None:
+    if (a.get("replicas") is None) == (not a.get("cancel")):
+        raise StepError("give exactly one of 'replicas' (the target replica list) or 'cancel: true'")
+    if a.get("replicas") is not None and not a["replicas"]:
+        raise StepError("'replicas' must not be empty")
+
+
 def _check_produce(a: dict[str, Any]) -> None:
     if (a.get("value") is None) == (a.get("values") is None):
         raise StepError("give exactly one of 'value' (a string) or 'values' (a list of strings)")
@@ -412,12 +420,17 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
              "the state it has applied. The lag ends when a delivery brings it to the newest change, when it is "
              "unfenced or when it registers again."),
     StepSpec(StepKind.REASSIGN, Reassign, (
-        Arg("replicas", ArgType.REPLICA_LIST, required=True,
-            doc="the partition's replicas in their new order (every replica once: adding or removing replicas is not modelled)"),
-    ), "KRaft: AlterPartitionReassignments to the same replicas in a new order (Kafka's controller completes such a "
-       "reassignment at once): one partition change with the new replica list and a new partition epoch, no leader "
-       "epoch bump; the first replica becomes the preferred leader (a later elect elects it). A leaderless partition "
-       "elects as the controller's builder does, in the new order, without the topic's unclean election."),
+        Arg("replicas", ArgType.REPLICA_LIST,
+            doc="the target replica list, in its order: brokers of the scenario (replicas or brokers), each once"),
+        Arg("cancel", ArgType.BOOL, default=False,
+            doc="true: cancel the reassignment in progress (AlterPartitionReassignments with no target)"),
+    ), "KRaft: AlterPartitionReassignments, as the controller runs it. A target that adds replicas writes the "
+       "replicas (target, then removing) with adding/removing replicas and waits: the added brokers start as followers "
+       "with an empty log, fetch and join the ISR; the change that puts every target replica in the ISR completes it "
+       "(the removed replicas leave the replica list and the ISR, a leader-epoch bump, a new leader if the leader was "
+       "removed) and the removed brokers delete their copy. A target that only removes or rearranges completes at "
+       "once. cancel reverts: the replicas and ISR without the adding ones. The first replica is the preferred leader "
+       "(a later elect elects it).", _check_reassign),
 )}
 
 STEP_KINDS: tuple[str, ...] = tuple(k.value for k in STEP_TABLE)
@@ -491,10 +504,6 @@ def parse_step(kind: Any, args: Any, replicas: tuple[int, ...]) -> Step:
         values[arg.name] = _value(arg, args[arg.name], replicas)
     if spec.check:
         spec.check(values)
-    if spec.kind is StepKind.REASSIGN and sorted(values["replicas"]) != sorted(replicas):
-        raise StepError(f"replicas {list(values['replicas'])} must list every replica of the partition {list(replicas)} once, "
-                        f"in the new order: a reassignment that adds or removes replicas is not modelled "
-                        f"(docs/protocol.md 9.2)")
     return _build(spec, values)
 
 

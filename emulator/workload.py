@@ -57,6 +57,9 @@ class Profile:
     explicit_hw_checkpoint: float
     explicit_log_flush: float
     rates: dict[str, float]
+    # Opt-in (issue 49): the share of workload draws that are a reassignment (KRaft's reassign);
+    # above 0 the partitions get one spare broker and a KRaft shadow. 0: the profile generates as before.
+    reassign: float = 0.0
 
 
 class ProfileError(ValueError):
@@ -64,7 +67,7 @@ class ProfileError(ValueError):
 
 
 PROFILE_KEYS = ("description", "replicas", "steps", "min_insync_replicas", "acks", "unclean", "explicit_hw_checkpoint",
-                "explicit_log_flush", "rates")
+                "explicit_log_flush", "rates", "reassign")
 
 
 def profile_from_mapping(name: str, p: Any) -> Profile:
@@ -89,6 +92,7 @@ def profile_from_mapping(name: str, p: Any) -> Profile:
             min_insync_replicas=tuple(int(m) for m in p["min_insync_replicas"]), acks=tuple(str(a) for a in p["acks"]),
             unclean=float(p["unclean"]), explicit_hw_checkpoint=float(p["explicit_hw_checkpoint"]),
             explicit_log_flush=float(p["explicit_log_flush"]), rates={k: float(rates.get(k, 0.0)) for k in RATE_KEYS},
+            reassign=float(p.get("reassign", 0.0)),
         )
     except KeyError as exc:
         fail(f"missing key {exc.args[0]!r}")
@@ -107,6 +111,8 @@ def profile_to_mapping(profile: Profile) -> dict[str, Any]:
     """The profile as plain data (passed to a stream's executors as JSON)."""
     d = asdict(profile)
     d.pop("name")
+    if not d["reassign"]:
+        d.pop("reassign")  # the mapping of a profile without reassignments is as before
     return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
@@ -188,7 +194,7 @@ def _draw_header(w: Draws, seed: int, partition: int, profile: Profile) -> dict[
     }
     if config["acks"] != "all":
         config["acks"] = int(config["acks"])
-    return {
+    header: dict[str, Any] = {
         "name": f"campaign-{seed}-{profile.name}-p{partition}",
         "description": f"replemu campaign seed {seed}, profile {profile.name}, partition {partition}",
         "topic": workload_topic(seed, profile.name),
@@ -197,6 +203,9 @@ def _draw_header(w: Draws, seed: int, partition: int, profile: Profile) -> dict[
         "config": config,
         "length": w.randint(*profile.steps),
     }
+    if profile.reassign:  # one spare broker a reassignment can move the partition to (no draw)
+        header["brokers"] = list(range(1, n + 2))
+    return header
 
 
 # The shadow replay compacts its unchangeable prefix every this many steps (once a quarter of that
@@ -285,8 +294,11 @@ class WorkloadGenerator:
         config = header["config"]
         self.config: dict[str, Any] = config
         self.hw_checkpoint, self.log_flush = config["hw_checkpoint"], config["log_flush"]
+        self.reassign: float = profile.reassign
+        self.brokers: list[int] = header.get("brokers", self.replicas)
         _, self.assignment, parsed = parse_partition(header, "generator")
-        self.shadow = Partition(self.assignment, parsed, VARIANTS["kip320"])
+        self.shadow = Partition(self.assignment, parsed, _shadow_variant(self.reassign),
+                                tuple(b for b in self.brokers if b not in self.replicas))
         self.next_compaction = SHADOW_COMPACT_EVERY
         self.late: dict[int, int] = {}  # replica -> step count at which it processes its pending LeaderAndIsr
         self.emitted = 0  # steps generated (handed out or pending)
@@ -319,7 +331,7 @@ class WorkloadGenerator:
         burst.append(step)
         self.emitted += 1
         shadow = self.shadow
-        shadow.apply(_parsed(step, self.assignment))
+        shadow.apply(_parsed(step, tuple(self.brokers)))
         shadow.errors.clear()  # an endless generator keeps no error history
 
     def next_burst(self) -> list[dict]:
@@ -330,15 +342,16 @@ class WorkloadGenerator:
             self.started = True
             emit({"elect": {}}, burst)
             return burst
-        shadow, replicas, late, r = self.shadow, self.replicas, self.late, self.rates
+        shadow, late, r = self.shadow, self.late, self.rates
         step = self.emitted  # the burst's draws: a function of the step it starts at
         w, f, s = Draws(self.w_key, step), Draws(self.f_key, step), Draws(self.s_key, step)
         for rid, due in sorted(late.items()):
             if due <= self.emitted and shadow.replicas[rid].alive:
                 emit({"leader_and_isr": {"replica": rid}}, burst)
                 del late[rid]
-        alive = [x for x in replicas if shadow.replicas[x].alive]
-        dead = [x for x in replicas if not shadow.replicas[x].alive]
+        brokers = self.brokers  # the replicas, and with reassignments the spare broker
+        alive = [x for x in brokers if shadow.replicas[x].alive]
+        dead = [x for x in brokers if not shadow.replicas[x].alive]
         followers = [x for x in alive if shadow.replicas[x].role is Role.FOLLOWER]
         roll = f.random()
         if roll < r["crash"] and len(alive) > 1:
@@ -360,6 +373,8 @@ class WorkloadGenerator:
                 late[back] = self.emitted + s.randint(1, 6)
             else:
                 emit({"leader_and_isr": {"replica": back}}, burst)
+        elif self.reassign and s.random() < self.reassign:  # opt-in: no draw for the other profiles
+            emit(self._reassignment(s), burst)
         else:
             roll = w.random()
             if roll < r["fast_election"] and len(alive) > 1:
@@ -391,6 +406,20 @@ class WorkloadGenerator:
             self.next_compaction = self.emitted + SHADOW_COMPACT_EVERY
         return burst
 
+    def _reassignment(self, s: "Draws") -> dict:
+        """A reassign step: cancel the one in progress (half the time), else move one replica to a
+        broker outside the replica list (the spare), else rotate the list (a new preferred leader)."""
+        shadow = self.shadow
+        c = shadow.controller
+        if (c.adding or c.removing) and s.random() < 0.5:
+            return {"reassign": {"cancel": True}}
+        current = list(shadow.assignment)
+        outside = [b for b in self.brokers if b not in current]
+        if outside:
+            out, into = s.choice(current), s.choice(outside)
+            return {"reassign": {"replicas": [into if x == out else x for x in current]}}
+        return {"reassign": {"replicas": current[1:] + current[:1]}}
+
     # -- the generator as data ----------------------------------------------------------------
 
     def to_document(self) -> dict[str, Any]:
@@ -401,7 +430,8 @@ class WorkloadGenerator:
             "rates": [self.rates[k] for k in RATE_KEYS], "replicas": self.replicas, "config": self.config,
             "next_compaction": self.next_compaction, "late": sorted([rid, due] for rid, due in self.late.items()),
             "emitted": self.emitted, "produced": self.produced, "started": self.started, "pending": self.pending,
-            "shadow": _shadow_document(self.shadow, self.replicas, self.config),
+            "shadow": _shadow_document(self.shadow, self.replicas, self.config, self.brokers, self.reassign),
+            **({"reassign": self.reassign, "brokers": self.brokers} if self.reassign else {}),
         }
 
     @classmethod
@@ -420,7 +450,8 @@ class WorkloadGenerator:
         g._keys(g.seed, g.partition)
         g.replicas, g.config = doc["replicas"], doc["config"]
         g.hw_checkpoint, g.log_flush = g.config["hw_checkpoint"], g.config["log_flush"]
-        g.shadow = _shadow_from_document(doc["shadow"], g.replicas, g.config)
+        g.reassign, g.brokers = doc.get("reassign", 0.0), doc.get("brokers", g.replicas)
+        g.shadow = _shadow_from_document(doc["shadow"], g.replicas, g.config, g.brokers, g.reassign)
         g.assignment = g.shadow.assignment
         g.next_compaction, g.late = doc["next_compaction"], {rid: due for rid, due in doc["late"]}
         g.emitted, g.produced, g.started, g.pending = doc["emitted"], doc["produced"], doc["started"], doc["pending"]
@@ -439,15 +470,23 @@ _TEMPLATES: dict[str, tuple[Any, dict]] = {}
 _TEMPLATES_MAX = 1 << 10
 
 
-def _template(replicas: list[int], config: dict[str, Any]) -> tuple[Any, dict]:
-    key = json.dumps([replicas, config], sort_keys=True)
+def _shadow_variant(reassign: float):
+    """The shadow's rules: kip320's (it only tells who is alive, leads and follows), KRaft's
+    (kip903) when the profile reassigns (a ZooKeeper shadow would not move the replicas)."""
+    return VARIANTS["kip903"] if reassign else VARIANTS["kip320"]
+
+
+def _template(replicas: list[int], config: dict[str, Any], brokers: list[int] | None = None,
+              reassign: float = 0.0) -> tuple[Any, dict]:
+    others = [] if brokers is None else [b for b in brokers if b not in replicas]
+    key = json.dumps([replicas, config] + ([others, bool(reassign)] if reassign else []), sort_keys=True)
     known = _TEMPLATES.get(key)
     if known is None:
         from .run import Replay
         from .state import state_document
 
         _, assignment, parsed = parse_partition({"name": "shadow", "replicas": replicas, "config": config}, "generator")
-        blank = Replay(assignment, parsed, VARIANTS["kip320"])
+        blank = Replay(assignment, parsed, _shadow_variant(reassign), brokers=tuple(others))
         doc = state_document(blank)
         if len(_TEMPLATES) >= _TEMPLATES_MAX:
             _TEMPLATES.clear()
@@ -455,19 +494,21 @@ def _template(replicas: list[int], config: dict[str, Any]) -> tuple[Any, dict]:
     return known
 
 
-def _shadow_document(shadow: Partition, replicas: list[int], config: dict[str, Any]) -> dict[str, Any]:
+def _shadow_document(shadow: Partition, replicas: list[int], config: dict[str, Any], brokers: list[int] | None = None,
+                     reassign: float = 0.0) -> dict[str, Any]:
     from .run import Replay
     from .state import state_document
 
-    doc = state_document(Replay.of(shadow, _template(replicas, config)[0].checker))
+    doc = state_document(Replay.of(shadow, _template(replicas, config, brokers, reassign)[0].checker))
     del doc["oracle"], doc["violated"]
     return doc
 
 
-def _shadow_from_document(doc: dict[str, Any], replicas: list[int], config: dict[str, Any]) -> Partition:
+def _shadow_from_document(doc: dict[str, Any], replicas: list[int], config: dict[str, Any],
+                          brokers: list[int] | None = None, reassign: float = 0.0) -> Partition:
     from .state import from_document
 
-    blank, oracle = _template(replicas, config)
+    blank, oracle = _template(replicas, config, brokers, reassign)
     return from_document({**doc, **oracle}, like=blank).partition
 
 

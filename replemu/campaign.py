@@ -217,7 +217,7 @@ def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str
     test = lambda steps: breaks(replace(scenario, steps=tuple(steps)), protocol, invariant, prepare)  # noqa: E731
     steps = ddmin(list(scenario.steps), test)
     log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
-    steps = reduce_to_fixpoint(steps, test, lambda step: (parse_step(kind, args, scenario.replicas)
+    steps = reduce_to_fixpoint(steps, test, lambda step: (parse_step(kind, args, scenario.broker_ids)
                                                           for simpler in _simplifications(step)
                                                           for kind, args in simpler.items()))
     log(f"simplified: {len(steps)} steps")

@@ -219,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     camp.add_argument("--seed", type=_seed, default=DEFAULT_SEED, metavar="S",
                       help=f"the root seed every drawn parameter comes from (default {DEFAULT_SEED})")
     camp.add_argument("--profile", default=None, help=f"a profile of conf/workloads.yaml: clean, {DEFAULT_PROFILE} "
-                      f"(default), unclean, kraft; quorum (the default) for a metadata-quorum protocol")
+                      f"(default), unclean, kraft, kraft-reassign (opt-in: reassignments); quorum (the default) "
+                      f"for a metadata-quorum protocol")
     camp.add_argument("--engine", choices=("spark", "local"), default="spark", help="spark (default) or the core alone")
     camp.add_argument("--out", default="out/campaigns", metavar="DIR", help="where example scenario files go")
     camp.add_argument("--json", action="store_true", help="print the report as JSON (the header goes to stderr)")

@@ -311,6 +311,8 @@ def scenario_document(s: Scenario, description: str, expect: dict | None = None)
     doc: dict[str, Any] = {
         "name": s.name, "description": description, "replicas": list(s.replicas), "config": config_to_dict(s.config),
     }
+    if s.brokers:  # the scenario's other brokers (a reassignment's targets): every broker, as the file lists them
+        doc["brokers"] = list(s.broker_ids)
     if s.initial_state:
         doc["initial_state"] = s.initial_state
     doc["steps"] = [step_to_dict(step) for step in s.steps]

@@ -28,7 +28,8 @@ def partition_key(s: Scenario) -> tuple[str, int]:
 
 def header_row(s: Scenario) -> dict:
     topic, partition = partition_key(s)
-    args = {"scenario": s.name, "replicas": list(s.replicas), "config": config_to_dict(s.config)}
+    args = {"scenario": s.name, "replicas": list(s.replicas), "config": config_to_dict(s.config),
+            **({"brokers": list(s.broker_ids)} if s.brokers else {})}
     return {"topic": topic, "partition": partition, "seq": 0, "type": HEADER_TYPE, "args": json.dumps(args)}
 
 

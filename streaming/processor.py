@@ -20,7 +20,7 @@ from emulator.effects import Appended, Truncated
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 from emulator.result import compacted_prefix, state_snapshot
 from emulator.run import Replay, effective_variant
-from emulator.scenario import ScenarioError, parse_partition, step_from_mapping
+from emulator.scenario import ScenarioError, parse_brokers, parse_partition, step_from_mapping
 from emulator.steps import describe_step
 
 from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, TICK_TYPE, arrow_schema
@@ -222,7 +222,9 @@ class _Batch:
             if isinstance(e, Appended):
                 b = b or self.rows.block("log", _LOG)
                 log = p.replicas[e.replica].log
-                for o in range(e.base, e.end):
+                # (a copy a reassignment deleted later in the step keeps only its rows up to what
+                # is left: its truncate row follows)
+                for o in range(e.base, min(e.end, log.end)):
                     epoch, value = log[o]
                     self._log_row(b, seq, e.replica, "append", o, epoch, value)
             elif isinstance(e, Truncated):
@@ -282,19 +284,22 @@ def _int_list_json(values) -> str:
     return json.dumps(list(values))
 
 
-HEADER_KEYS = ("scenario", "replicas", "config")
+HEADER_KEYS = ("scenario", "replicas", "brokers", "config")  # brokers: optional, as a scenario file's
 
 
 def parse_header(args_json: str):
-    """The partition header's ``{"scenario", "replicas", "config"}`` -> (name, replicas, Config)."""
+    """The partition header's ``{"scenario", "replicas", "config"}`` (and, optionally, the
+    scenario's ``brokers``) -> (name, replicas, Config, the other brokers)."""
     args = json.loads(args_json)
     if not isinstance(args, dict):
         raise ScenarioError("header args must be a JSON object")
     unknown = sorted(set(args) - set(HEADER_KEYS))
     if unknown:
         raise ScenarioError(f"unknown header key {short_repr(unknown[0])}")
-    return parse_partition({"name": args.get("scenario"), "replicas": args.get("replicas"), "config": args.get("config")},
-                           source="header")
+    name, replicas, config = parse_partition({"name": args.get("scenario"), "replicas": args.get("replicas"),
+                                              "config": args.get("config")}, source="header")
+    brokers = parse_brokers({"brokers": args["brokers"]} if "brokers" in args else {}, "header", replicas)
+    return name, replicas, config, brokers
 
 
 # Compaction runs after every step once the stable prefix holds this many records beyond the last
@@ -376,20 +381,21 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
                     st["header"] = "invalid"
                 continue
             try:
-                name, replicas, config = parse_header(e["args"])
+                name, replicas, config, brokers = parse_header(e["args"])
             except (ScenarioError, ValueError, RecursionError) as exc:
                 batch.quarantine(e, f"invalid partition header: {str(exc)[:300] if not isinstance(exc, RecursionError) else 'nested too deeply'}")
                 st["header"] = "invalid"
                 continue
             st["scenario"], st["header"] = name, "ok"
             batch.rows.scenario = name
-            replay = Replay(replicas, config, effective_variant(protocol, config, knobs))
+            replay = Replay(replicas, config, effective_variant(protocol, config, knobs), brokers=brokers)
             continue
         if st["header"] != "ok":
             batch.quarantine(e, f"seq {seq}: the partition has no valid header (seq 0)")
             continue
         try:
-            step, description = _parse_step(topic, partition, int(seq), e["type"], e["args"], replay.partition.assignment)
+            # every broker a step may name: the scenario's replicas and other brokers (a reassignment's)
+            step, description = _parse_step(topic, partition, int(seq), e["type"], e["args"], tuple(replay.partition.replicas))
         except ScenarioError as exc:
             batch.quarantine(e, str(exc))
             continue
@@ -461,7 +467,8 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
                 generator = WorkloadGenerator(int(start["seed"]), partition, profile)
                 h = generator.header
                 out.append({"topic": topic, "partition": partition, "seq": 0, "type": HEADER_TYPE, "raw": None,
-                            "args": dumps({"scenario": h["name"], "replicas": h["replicas"], "config": h["config"]})})
+                            "args": dumps({"scenario": h["name"], "replicas": h["replicas"], "config": h["config"],
+                                          **({"brokers": h["brokers"]} if "brokers" in h else {})})})
             if generator is None:
                 raise ValueError("the partition's workload never started (no tick with start)")
             if first < generator.next_seq:

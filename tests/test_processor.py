@@ -119,6 +119,26 @@ def test_a_bundled_scenario_in_one_call_reads_back_as_replemu_run(path, protocol
     assert results_of(feed.calls, tmp_path, protocol) == [run_scenario(scenario, protocol)]
 
 
+@pytest.mark.parametrize("protocol", ["kip903", "kip966"])
+def test_a_reassignment_with_other_brokers_split_over_calls_reads_back_as_replemu_run(protocol, tmp_path):
+    """issue 49: the header carries the scenario's brokers; a step names an added broker; the fetch
+    whose AlterPartition completes the move makes the fetching follower truncate in the same step
+    (its append rows stop at what is left) and the removed leader delete its copy."""
+    from emulator.scenario import parse_scenario
+
+    scenario = parse_scenario({"name": "move", "replicas": [1, 2], "brokers": [1, 2, 3], "steps": [
+        {"elect": {}}, {"produce": {"value": "a", "acks": 1}}, {"reassign": {"replicas": [2, 3]}},
+        {"fetch": {"replica": 3}}, {"produce": {"value": "b", "acks": 1, "replica": 2}}, {"fetch": {"replica": 3}}]})
+    expected = run_scenario(scenario, protocol)
+    assert expected["final"]["controller"]["leader"] == 2 and expected["final"]["replicas"]["1"]["log"] == []
+    events = events_of(scenario)
+    feed = Feed(protocol)
+    for i in range(0, len(events), 3):
+        rows = feed(events[i:i + 3])
+        assert not of_kind(rows, "quarantine")
+    assert results_of(feed.calls, tmp_path, protocol) == [expected]
+
+
 # -- (b) split over calls, several frames per group, shuffled -------------------------------------
 
 @pytest.mark.parametrize("path", [S1, BUNDLED / "s4-kip279-unclean-elections.yaml"], ids=lambda p: p.stem)

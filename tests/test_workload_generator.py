@@ -136,3 +136,34 @@ def test_a_workload_stream_names_its_generator_in_its_identity():
 
     assert identity(options)["workload"]["generator"] == GENERATOR_VERSION
     assert identity_differences(identity({**options, "generator": 1}), identity(options)) == ["workload"]
+
+
+def test_the_opt_in_reassignment_profile_moves_replicas_and_resumes_from_bytes():
+    """kraft-reassign (issue 49): the only profile that draws reassign steps (the others' sequences
+    are the GOLDEN ones above); its partitions have a spare broker, its shadow follows the moves,
+    and a generator cut anywhere resumes the same sequence."""
+    from emulator import run_scenario
+    from emulator.scenario import parse_scenario
+
+    profile = PROFILES["kraft-reassign"]
+    assert all(not p.reassign for name, p in PROFILES.items() if name != "kraft-reassign")
+    header = partition_header(5, 2, profile)
+    assert header["brokers"] == header["replicas"] + [len(header["replicas"]) + 1]
+    expected = _bursts(5, 2, profile, 600)
+    kinds = [next(iter(s)) for s in expected]
+    assert kinds.count("reassign") >= 5
+    assert any(s.get("reassign", {}).get("cancel") for s in expected)
+    g, got, first, cuts = WorkloadGenerator(5, 2, profile), [], 1, random.Random(7)
+    while first <= 600:
+        last = min(600, first + cuts.randint(0, 36))
+        got.extend(g.steps(first, last))
+        g = unpack_generator(pack_generator(g))
+        first = last + 1
+    assert got == expected
+    moved = set()
+    for k in range(6):
+        sc = parse_scenario(generate_partition(3, k, profile), "generated")
+        for protocol in ("kip903", "kip966"):
+            result = run_scenario(sc, protocol)  # no refused step
+            moved.add(result["final"]["controller"].get("replicas") is not None)
+    assert True in moved
