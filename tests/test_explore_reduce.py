@@ -23,8 +23,10 @@ import functools
 import itertools
 import json
 import marshal
+import os
 import re
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -349,20 +351,47 @@ def test_ctrl_c_then_the_same_command_gives_the_same_result(tmp_path):
 
     from conftest import ROOT
 
-    command = [sys.executable, "-m", "replemu", "explore", "--protocol", "hw", "--replicas", "2", "--depth", "40",
-               "--records", "1", "--epochs", "1", "--reduce", "sleep", "--out", str(tmp_path / "out"), "--json"]
     whole = searched("hw", 2, SMALL, "sleep")
-    stopped = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert stopped.stderr is not None
-    seen = []
-    for line in stopped.stderr:  # Ctrl-C once depth 3 is whole: inside level 4 or so (the space is 12 deep)
-        seen.append(line)
-        if line.startswith("hw depth 3:"):
+
+    def interrupted(out: Path) -> tuple[list[str], int, str]:
+        """The search into ``out``, Ctrl-C'd after depth 3: the command, its exit status, its stderr.
+
+        The search ends well under a second after it prints depth 3, so a Ctrl-C sent then may
+        come after the end. Once depth 3 is read this test fills the pipe of the search's stderr
+        (through a write descriptor of its own, non-blocking), so the search blocks on its next
+        progress line, inside the search, until Ctrl-C; then the pipe is drained."""
+        command = [sys.executable, "-m", "replemu", "explore", "--protocol", "hw", "--replicas", "2", "--depth", "40",
+                   "--records", "1", "--epochs", "1", "--reduce", "sleep", "--out", str(out), "--json"]
+        read_end, write_end = os.pipe()
+        stopped = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=write_end)
+        os.close(write_end)
+        filler = os.open(f"/proc/self/fd/{read_end}", os.O_WRONLY | os.O_NONBLOCK)  # its own file description
+        pipe = os.fdopen(read_end, "rb", buffering=0)
+        seen, pending = [], b""
+        while not any(line.startswith("hw depth 3:") for line in seen):
+            chunk = pipe.read(65536)
+            assert chunk, "".join(seen)
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            seen += [line.decode() + "\n" for line in lines]
+        for size in (4096, 1):
+            try:
+                while True:
+                    os.write(filler, b"\0" * size)
+            except BlockingIOError:
+                pass
+        os.close(filler)
+        stopped.send_signal(signal.SIGINT)
+        rest = b"".join(iter(lambda: pipe.read(65536), b""))
+        pipe.close()
+        stopped.wait(timeout=60)
+        return command, stopped.returncode, "".join(seen) + (pending + rest).replace(b"\0", b"").decode()
+
+    for attempt in range(3):  # a run that ended before the Ctrl-C arrived is not the case under test: again
+        command, code, err = interrupted(tmp_path / f"out{attempt}")
+        if "hw: complete" not in err:
             break
-    stopped.send_signal(signal.SIGINT)
-    _out, err = stopped.communicate(timeout=60)
-    err = "".join(seen) + err
-    assert stopped.returncode != 0 and "run the same command to resume" in err, err[-2000:]
+    assert code != 0 and "run the same command to resume" in err, err[-2000:]
     assert "hw: complete" not in err
     resumed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
