@@ -363,7 +363,10 @@ def test_ctrl_c_then_the_same_command_gives_the_same_result(tmp_path):
         command = [sys.executable, "-m", "replemu", "explore", "--protocol", "hw", "--replicas", "2", "--depth", "40",
                    "--records", "1", "--epochs", "1", "--reduce", "sleep", "--out", str(out), "--json"]
         read_end, write_end = os.pipe()
-        stopped = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=write_end)
+        # As from a terminal: Ctrl-C at its default, also when this suite runs with SIGINT ignored
+        # (a background job of a non-interactive shell), which a child would inherit.
+        stopped = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=write_end,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         os.close(write_end)
         filler = os.open(f"/proc/self/fd/{read_end}", os.O_WRONLY | os.O_NONBLOCK)  # its own file description
         pipe = os.fdopen(read_end, "rb", buffering=0)
