@@ -109,7 +109,10 @@ class ClusterWatch:
 
     def poll(self) -> None:
         procs = job_processes({self.pid})
-        alive = {pid for pid, _, cmd in procs if "CoarseGrainedExecutorBackend" in cmd}
+        named = {pid: ppid for pid, ppid, cmd in procs if "CoarseGrainedExecutorBackend" in cmd}
+        # a process an executor is forking (its Python daemon, before the exec) carries the
+        # executor's command line for a moment: an executor is one whose parent is not one
+        alive = {pid for pid, ppid in named.items() if ppid not in named and ppid not in self.executors}
         self.executors, self.max_alive = self.executors | alive, max(self.max_alive, len(alive))
         for pid, ppid, cmd in procs:
             if ppid in self.executors and "pyspark.daemon" in cmd:
