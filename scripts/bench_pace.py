@@ -209,8 +209,7 @@ def floor_main(args) -> int:
     events = (spark.readStream.format("replemu_workload").options(**{k: str(v) for k, v in options.items() if v is not None})
               .load())
     work = Path(args.floor_dir)
-    sink = None  # foreachBatch: a no-op write unless a stage says otherwise
-    query = None
+    query = None  # set by a stage that starts the job's own query
     if args.floor_of == DEFAULT_OPERATOR:
         out = noop_apply(events)
     elif args.floor_of in (IO_FLOOR, STATE_FLOOR):
@@ -275,8 +274,7 @@ def floor_main(args) -> int:
         raise SystemExit(f"bench_pace: no floor for operator {args.floor_of!r}")
     with open(work / "progress.jsonl", "w") as f:
         if query is None:
-            sink = sink or (lambda df, _id: df.write.format("noop").mode("overwrite").save())
-            query = (out.writeStream.foreachBatch(sink).option("checkpointLocation", str(work / "ck"))
+            query = (out.writeStream.foreachBatch(lambda df, _id: df.write.format("noop").mode("overwrite").save()).option("checkpointLocation", str(work / "ck"))
                      .trigger(availableNow=True).start())
         seen = 0
         while query.isActive or seen < len(query.recentProgress):

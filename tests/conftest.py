@@ -165,3 +165,37 @@ def spark():
     session = build_spark("local[2]")
     yield session
     session.stop()
+
+
+def gap_then_late_row(spark, tmp_path: Path, operator: str | None = None, wait_s: float = 60):
+    """``seed-1-two-round-hw.yaml`` streamed under a processing-time trigger without its seq 2, which
+    arrives once the gap was reported: returns ``(reasons, reasons_at_the_end, result)``, the
+    quarantine reasons when the gap was first reported and after the stream stopped, and the
+    partition's result then (``operator``: the stateful operator, None for the default)."""
+    import time
+
+    from scenario_io.yaml_files import load_scenario
+    from streaming.events import scenario_rows, write_event_files
+    from streaming.job import start_stream
+    from streaming.results import quarantine_rows, read_results
+
+    rows = scenario_rows(load_scenario(BUNDLED / "seed-1-two-round-hw.yaml"))
+    missing = rows.pop(2)
+    write_event_files([rows], tmp_path / "events")
+    query, sink = start_stream(spark, tmp_path / "events", tmp_path / "output", tmp_path / "checkpoint", "hw",
+                               trigger="processing-time=500ms", gap_timeout_ms=500, operator=operator)
+    try:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and not any(s.quarantined for s in sink.stats):
+            time.sleep(0.5)
+        reasons = [q["reason"] for q in quarantine_rows(tmp_path / "output")]
+        assert reasons == ["gap in sequence: seq 2 never arrived; seq 3..4 wait for it"]
+        write_event_files([[missing]], tmp_path / "events", prefix="late")  # the row arrives after all
+        while time.monotonic() < deadline and not read_results(tmp_path / "output")[0]["steps"] == 4:
+            time.sleep(0.5)
+    finally:
+        settle = time.monotonic() + 10
+        while query.status["isTriggerActive"] and time.monotonic() < settle:
+            time.sleep(0.05)  # stop between batches, not inside one
+        query.stop()
+    return reasons, [q["reason"] for q in quarantine_rows(tmp_path / "output")], read_results(tmp_path / "output")[0]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUNDLED, output_rows, replemu, rows_difference
+from conftest import BUNDLED, gap_then_late_row, output_rows, replemu, rows_difference
 from emulator import run_scenario
 from scenario_io.yaml_files import load_scenario
 from streaming.events import scenario_rows, write_event_files
@@ -101,29 +101,9 @@ def test_transform_with_state_runs_the_workload_source_across_a_restart(spark, t
 def test_transform_with_state_reports_a_gap_after_the_timeout_through_a_timer(spark, tmp_path):
     """Under a processing-time trigger a partition waiting for a missing seq is reported once in
     quarantine when its timer fires, keeps waiting, and applies the row when it comes."""
-    from streaming.job import start_stream
-
-    rows = scenario_rows(load_scenario(BUNDLED / "seed-1-two-round-hw.yaml"))
-    missing = rows.pop(2)
-    write_event_files([rows], tmp_path / "events")
-    query, sink = start_stream(spark, tmp_path / "events", tmp_path / "output", tmp_path / "checkpoint", "hw",
-                               trigger="processing-time=500ms", gap_timeout_ms=500, operator=TWS)
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not any(s.quarantined for s in sink.stats):
-            time.sleep(0.5)
-        reasons = [q["reason"] for q in quarantine_rows(tmp_path / "output")]
-        assert reasons == ["gap in sequence: seq 2 never arrived; seq 3..4 wait for it"]
-        write_event_files([[missing]], tmp_path / "events", prefix="late")  # the row arrives after all
-        while time.monotonic() < deadline and not (read_results(tmp_path / "output")[0]["steps"] == 4):
-            time.sleep(0.5)
-    finally:
-        settle = time.monotonic() + 10
-        while query.status["isTriggerActive"] and time.monotonic() < settle:
-            time.sleep(0.05)  # stop between batches, not inside one
-        query.stop()
-    assert [q["reason"] for q in quarantine_rows(tmp_path / "output")] == reasons  # reported once
-    assert read_results(tmp_path / "output")[0] == run_scenario(load_scenario(BUNDLED / "seed-1-two-round-hw.yaml"), "hw")
+    reasons, at_the_end, result = gap_then_late_row(spark, tmp_path, TWS, wait_s=90)
+    assert at_the_end == reasons  # reported once
+    assert result == run_scenario(load_scenario(BUNDLED / "seed-1-two-round-hw.yaml"), "hw")
 
 
 def _claimed(root: Path, operator: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import readme
-from conftest import BUNDLED
+from conftest import BUNDLED, gap_then_late_row
 from emulator import VARIANT_NAMES, run_scenario
 from replemu.compile import compile_scenarios
 from scenario_io.yaml_files import load_scenario
@@ -145,30 +145,7 @@ def test_bad_rows_are_quarantined_and_good_partitions_proceed(spark, tmp_path):
 
 
 def test_processing_time_trigger_reports_a_gap_after_the_timeout_and_keeps_running(spark, tmp_path):
-    import time
-
-    from streaming.job import start_stream
-
-    rows = scenario_rows(load_scenario(BUNDLED / "seed-1-two-round-hw.yaml"))
-    missing = rows.pop(2)
-    write_event_files([rows], tmp_path / "events")
-    query, sink = start_stream(spark, tmp_path / "events", tmp_path / "output", tmp_path / "checkpoint", "hw",
-                               trigger="processing-time=500ms", gap_timeout_ms=500)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(s.quarantined for s in sink.stats):
-            time.sleep(0.5)
-        reasons = [q["reason"] for q in quarantine_rows(tmp_path / "output")]
-        assert reasons == ["gap in sequence: seq 2 never arrived; seq 3..4 wait for it"]
-        write_event_files([[missing]], tmp_path / "events", prefix="late")  # the row arrives after all
-        while time.monotonic() < deadline and not read_results(tmp_path / "output")[0]["steps"] == 4:
-            time.sleep(0.5)
-    finally:
-        settle = time.monotonic() + 10
-        while query.status["isTriggerActive"] and time.monotonic() < settle:
-            time.sleep(0.05)  # stop between batches, not inside one
-        query.stop()
-    result = read_results(tmp_path / "output")[0]
+    _reasons, _at_the_end, result = gap_then_late_row(spark, tmp_path)
     assert result == run_scenario(load_scenario(BUNDLED / "seed-1-two-round-hw.yaml"), "hw")
 
 
