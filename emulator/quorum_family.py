@@ -9,8 +9,18 @@ from typing import Any, Callable
 from .family import Family
 from .quorum_invariants import QUORUM_INVARIANT_NAMES
 from .quorum_run import is_quorum_document, parse_quorum_scenario, run_quorum_scenario
-from .quorum_steps import QUORUM_STEP_KINDS, describe_quorum_step, parse_quorum_step, quorum_step_to_dict
-from .quorum_variants import QUORUM_KNOBS, QUORUM_VARIANT_NAMES, parse_quorum_knob_assignments, quorum_variant_named
+from .quorum_steps import (
+    QUORUM_STEP_KINDS,
+    describe_quorum_step,
+    parse_quorum_step,
+    quorum_step_to_dict,
+)
+from .quorum_variants import (
+    QUORUM_KNOBS,
+    QUORUM_VARIANT_NAMES,
+    parse_quorum_knob_assignments,
+    quorum_variant_named,
+)
 
 
 class QuorumFamily(Family):
