@@ -38,15 +38,18 @@ else:
 
 COMPILED, PURE = "compiled (mypyc)", "pure Python"
 STAMP = "_compiled_from.txt"
-# The package's __init__ (it chooses the build), this module, and bugs.py (exceptions derived
-# from built-in exceptions other than Exception, which mypyc's native classes cannot be).
+# The package's __init__ (it chooses the build; a subpackage's __init__ is never compiled either),
+# this module, and bugs.py (exceptions derived from built-in exceptions other than Exception, which
+# mypyc's native classes cannot be).
 NEVER_COMPILED = ("__init__.py", "_build.py", "bugs.py")
 PURE_VARIABLE = "REPLEMU_PURE"
 
 
 def compiled_sources(package_dir: Path) -> list[str]:
-    """The file names of the modules ``setup.py`` compiles."""
-    return sorted(p.name for p in package_dir.glob("*.py") if p.name not in NEVER_COMPILED)
+    """The paths (relative to the package, ``/``-separated) of the modules ``setup.py`` compiles:
+    the package's and its subpackages' (a protocol family's package, ``emulator/quorum/``)."""
+    return sorted(p.relative_to(package_dir).as_posix() for p in package_dir.rglob("*.py")
+                  if p.name != "__init__.py" and (p.parent != package_dir or p.name not in NEVER_COMPILED))
 
 
 def stamp_text(package_dir: Path, names: Sequence[str]) -> str:
@@ -68,15 +71,16 @@ def stale_reason(package_dir: Path) -> str | None:
 
 
 class _SourceFinder:
-    """Finds ``<package>.<module>`` in its .py file, ahead of the extension module beside it."""
+    """Finds ``<package>.<module>`` (``<package>.<subpackage>.<module>`` too) in its .py file, ahead
+    of the extension module beside it."""
 
     def __init__(self, package: str, package_dir: Path) -> None:
         self.prefix, self.package_dir = package + ".", package_dir
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
-        if not name.startswith(self.prefix) or "." in name[len(self.prefix):]:
+        if not name.startswith(self.prefix):
             return None
-        source = self.package_dir / (name[len(self.prefix):] + ".py")
+        source = self.package_dir.joinpath(*name[len(self.prefix):].split(".")).with_suffix(".py")
         if not source.is_file():
             return None
         return spec_from_file_location(name, source, loader=SourceFileLoader(name, str(source)))
@@ -86,7 +90,7 @@ def choose_build(package: str, init_file: str) -> str | None:
     """Load the package's modules from their .py files if the compiled ones must not run;
     returns why the pure-Python core runs when extension modules are present (else None)."""
     package_dir = Path(init_file).resolve().parent
-    if not any(package_dir.glob("*.so")) and not any(package_dir.glob("*.pyd")):
+    if not any(package_dir.rglob("*.so")) and not any(package_dir.rglob("*.pyd")):
         return None  # a pure install, or a zip (extension modules cannot be imported from one)
     if os.environ.get(PURE_VARIABLE, "") not in ("", "0"):
         why = f"{PURE_VARIABLE}={os.environ[PURE_VARIABLE]}"

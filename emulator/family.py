@@ -27,9 +27,10 @@ class Family:
     """One family of protocols (a base class: the families subclass it)."""
 
     # -- identity ----------------------------------------------------------------------------------
-    name: str = ""  # the result's ``family`` and the stream's: "partition", "quorum"
-    title: str = ""  # how messages name a protocol of the family: "partition", "metadata-quorum"
-    docs: str = ""  # the document that describes the family's rules (docs/protocol.md, docs/quorum.md)
+    def __init__(self, name: str, title: str, docs: str) -> None:
+        self.name = name  # the result's ``family`` and the stream's: "partition", "quorum"
+        self.title = title  # how messages name a protocol of the family: "partition", "metadata-quorum"
+        self.docs = docs  # the document that describes the family's rules (docs/protocol.md, docs/quorum.md)
 
     # -- variants and knobs ------------------------------------------------------------------------
     def variant_names(self) -> tuple[str, ...]:

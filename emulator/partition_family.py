@@ -15,9 +15,7 @@ from .variants import KNOBS, VARIANT_NAMES, parse_knob_assignments, variant_name
 
 
 class PartitionFamily(Family):
-    name = "partition"
-    title = "partition"
-    docs = "docs/protocol.md"
+    """Partition replication: the presets hw ... kip966 over one partition's replicas."""
 
     # -- variants and knobs ------------------------------------------------------------------------
     def variant_names(self) -> tuple[str, ...]:
@@ -67,4 +65,4 @@ class PartitionFamily(Family):
     # -- stream ------------------------------------------------------------------------------------
 
 
-PARTITION = PartitionFamily()
+PARTITION = PartitionFamily("partition", "partition", "docs/protocol.md")

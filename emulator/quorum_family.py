@@ -24,9 +24,7 @@ from .quorum_variants import (
 
 
 class QuorumFamily(Family):
-    name = "quorum"
-    title = "metadata-quorum"
-    docs = "docs/quorum.md"
+    """KRaft's metadata quorum: the presets kraft595 ... kraft996 over its voters and observers."""
 
     # -- variants and knobs ------------------------------------------------------------------------
     def variant_names(self) -> tuple[str, ...]:
@@ -76,4 +74,4 @@ class QuorumFamily(Family):
     # -- stream ------------------------------------------------------------------------------------
 
 
-QUORUM = QuorumFamily()
+QUORUM = QuorumFamily("quorum", "metadata-quorum", "docs/quorum.md")
