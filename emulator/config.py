@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ._build import rebuilt
 from .bounds import INT32_MAX, INT64_MAX, short_repr
-from .steps import is_acks, is_int, normalise_acks
+from .step_table import is_acks, is_int, normalise_acks
 from .variants import KnobError, parse_knob_assignments
 
 
