@@ -26,11 +26,16 @@ from .quorum import Quorum
 from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
 from .quorum_state import ControlType, QuorumRecord, QuorumRole, Server
 from .quorum_steps import QUORUM_STEP_TABLE, QuorumStep
-from .quorum_variants import QUORUM_KNOBS, QUORUM_VARIANT_NAMES, QuorumVariant, quorum_variant_named
+from .quorum_variants import (
+    QUORUM_KNOB_TABLE,
+    QUORUM_VARIANT_NAMES,
+    QUORUM_VARIANT_TABLE,
+    QuorumVariant,
+)
 from .result import not_expressible_result
 from .scenario import NAME_PATTERN
 from .step_table import ScenarioError, StepError, StepRefused, is_int
-from .variants import KnobError
+from .variant_table import KnobError
 
 TOP_KEYS = ("name", "description", "voters", "observers", "knobs", "steps", "expect")
 EXPECT_KEYS = ("violations", "leader", "errors", "servers")
@@ -91,14 +96,10 @@ def parse_quorum_header(data: dict[str, Any], source: str = "<memory>") -> tuple
     knobs_raw = data.get("knobs") or {}
     if not isinstance(knobs_raw, dict):
         raise ScenarioError(f"{source}: 'knobs' must be a mapping of knob names to values")
-    knobs: dict[str, Any] = {}
-    for key, value in knobs_raw.items():
-        if key not in QUORUM_KNOBS:
-            raise ScenarioError(f"{source}: knobs: unknown quorum knob {short_repr(key)} (known: {', '.join(QUORUM_KNOBS)})")
-        try:
-            knobs[key] = QUORUM_KNOBS[key].parse(value)
-        except KnobError as bad_knob:  # (a name of its own: mypyc types a name by its first binding)
-            raise ScenarioError(f"{source}: knobs: {bad_knob}") from None
+    try:
+        knobs = QUORUM_KNOB_TABLE.parse(knobs_raw.items())
+    except KnobError as bad_knob:  # (a name of its own: mypyc types a name by its first binding)
+        raise ScenarioError(f"{source}: knobs: {bad_knob}") from None
     return name, voters, observers, knobs, description
 
 
@@ -222,7 +223,7 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
     (``emulator.result.not_expressible_result``). ``progress(steps_done, steps)``, when given, is
     called every ``PROGRESS_EVERY`` steps (as ``run_scenario``'s)."""
 
-    variant: QuorumVariant = quorum_variant_named(protocol, {**scenario.knobs, **(knobs or {})})
+    variant: QuorumVariant = QUORUM_VARIANT_TABLE.named(protocol, {**scenario.knobs, **(knobs or {})})
     q = Quorum(scenario.voters, scenario.observers, variant)
     checker = QuorumChecker()
     violations: list[dict[str, Any]] = []
@@ -253,7 +254,7 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
             rows.append({"step": number, "description": QUORUM_STEP_TABLE.describe(step), "state": quorum_snapshot(q, with_logs=True, with_control=True),
                          "outcome": {"errors": [{"step": number, **e} for e in outcome.errors], "events": outcome.events,
                                      "violations": fresh}})
-    overrides = {k: v for k, v in variant.knobs().items() if getattr(quorum_variant_named(protocol), k) != v}
+    overrides = QUORUM_VARIANT_TABLE.overrides(variant)
     result: dict[str, Any] = {
         "scenario": scenario.name, "family": "quorum", "protocol": protocol, "knobs": overrides or None,
         "steps": len(scenario.steps), "final": quorum_snapshot(q), "violations": violations, "errors": errors,

@@ -16,7 +16,7 @@ from typing import Any
 
 from .quorum import Quorum
 from .quorum_steps import QUORUM_STEP_TABLE, QuorumStepKind
-from .quorum_variants import quorum_variant_named
+from .quorum_variants import QUORUM_VARIANT_TABLE
 from .step_table import StepRefused
 
 ATTEMPTS = 20
@@ -68,7 +68,7 @@ def generate_quorum_scenario(seed: int, k: int, protocol: str, knobs: dict[str, 
     observers = [n_voters + 1]
     servers = voters + observers
     length = rng.randint(*STEPS)
-    q = Quorum(tuple(voters), tuple(observers), quorum_variant_named(protocol, dict(knobs or {})))
+    q = Quorum(tuple(voters), tuple(observers), QUORUM_VARIANT_TABLE.named(protocol, dict(knobs or {})))
     kinds = list(WEIGHTS)
     weights = [WEIGHTS[kind] for kind in kinds]
     steps: list[dict[str, Any]] = []

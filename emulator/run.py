@@ -16,7 +16,7 @@ from .result import compacted_prefix, not_expressible_result, result_object, sta
 from .scenario import Scenario
 from .step_table import StepRefused
 from .steps import STEP_TABLE, Step
-from .variants import ProtocolVariant, knob_overrides, variant_named
+from .variants import VARIANT_TABLE, ProtocolVariant
 
 
 @dataclass(slots=True)
@@ -99,7 +99,7 @@ class Replay:
     def knobs_in_force(self) -> dict[str, Any] | None:
         """Every knob, when the run's variant differs from its preset; None for a plain preset."""
         variant = self.partition.variant
-        return variant.knobs() if knob_overrides(variant) else None
+        return variant.knobs() if VARIANT_TABLE.overrides(variant) else None
 
     def result(self, scenario_name: str) -> dict[str, Any]:
         p, g = self.partition, self.checker
@@ -110,7 +110,7 @@ class Replay:
 def effective_variant(protocol: str, config: Config, knobs: dict[str, Any] | None = None) -> ProtocolVariant:
     """The variant a run uses: the preset of ``protocol``, then the partition's ``config.knobs``,
     then the run's own ``knobs`` (``--knob``), which win."""
-    return variant_named(protocol).with_knobs(dict(config.knobs)).with_knobs(knobs or {})
+    return VARIANT_TABLE.named(protocol).with_knobs(dict(config.knobs)).with_knobs(knobs or {})
 
 
 def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare=None,
