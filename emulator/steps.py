@@ -1,8 +1,9 @@
-"""The steps of a scenario: one frozen dataclass per step kind, and the one table of step kinds.
+"""The steps of a partition scenario: one frozen dataclass per step kind, and the one table of step kinds.
 
-``STEP_TABLE`` is the single description of the step vocabulary: the scenario loader validates
-arguments with it, the stream's event rows carry its kinds and arguments, the partition
-dispatches on its kinds, and ``docs/steps.md`` is generated from it (``replemu steps``).
+``STEP_TABLE`` (a ``StepTable`` of ``emulator.step_table``, the mechanism the metadata quorum's steps
+share) is the single description of the step vocabulary: the scenario loader validates arguments
+with it, the stream's event rows carry its kinds and arguments, the partition dispatches on its
+kinds, and ``docs/steps.md`` is generated from it (``replemu steps``).
 
 Adding a step kind: add a member to ``StepKind``, a frozen dataclass below, one ``StepSpec``
 row in ``STEP_TABLE`` (its arguments and its meaning), and its handler in
@@ -15,19 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Union
 
-from .step_table import (  # noqa: F401  (ACKS_VALUES, is_*, normalise_acks, StepError: re-exported, read from here)
-    ACKS_VALUES,
-    Arg,
-    ArgType,
-    CrashMode,
-    StepError,
-    StepSpec,
-    StepTable,
-    is_acks,
-    is_int,
-    is_text,
-    normalise_acks,
-)
+from .step_table import Arg, ArgType, CrashMode, StepError, StepSpec, StepTable, is_text  # noqa: F401 (is_text: read from here too)
 
 
 class StepKind(str, Enum):
