@@ -1,11 +1,12 @@
 """The metadata quorum's steps: one frozen dataclass per kind, and ``QUORUM_STEP_TABLE``.
 
 The table is a ``StepTable`` of ``emulator.step_table`` (one parse / write / describe for both
-families); a ``REPLICA`` argument names a server of the quorum (a voter or an observer).  Messages are explicit: a step that sends a
-request (``election_timeout``, ``fetch``, ``begin_quorum_epoch``, ``resign``, ``shutdown``) puts it in flight on
-the link from its sender to its destination; ``deliver`` hands the oldest message of one link to
-its destination, which answers by putting the response in flight on the reverse link; ``drop``
-loses it.  So a search can reorder and lose every request and every response.
+families); a ``REPLICA`` argument names a server of the quorum (a voter or an observer).  Messages
+are explicit: a step that sends a request (``election_timeout``, ``fetch``, ``begin_quorum_epoch``,
+``resign``, ``shutdown``) puts it in flight on the link from its sender to its destination;
+``deliver`` hands the oldest message of one link to its destination, which answers by putting the
+response in flight on the reverse link; ``drop`` loses it.  So a search can reorder and lose every
+request and every response.
 
 Every engine reads this table: ``replemu run``, the stream (``streaming.quorum_stream``), ``replemu
 explore`` (``emulator.quorum_explore``), shrink and the dashboard.
