@@ -21,7 +21,8 @@ from .partition import Partition  # noqa: E402
 from .result import RESULT_FORMAT, dumps  # noqa: E402
 from .run import Replay, run_scenario  # noqa: E402
 from .scenario import Scenario, ScenarioError, parse_scenario  # noqa: E402
-from .steps import STEP_TABLE, Step, StepError, StepKind  # noqa: E402
+from .step_table import StepError  # noqa: E402
+from .steps import STEP_TABLE, Step, StepKind  # noqa: E402
 from .variants import VARIANT_NAMES, VARIANTS, ProtocolVariant, variant_named  # noqa: E402
 
 BUILD = build_of(_run)

@@ -12,8 +12,9 @@ from typing import Any, Callable
 
 from ._build import rebuilt
 from .bounds import INT32_MAX, INT64_MAX, short_repr
-from .steps import is_acks, is_int, normalise_acks
-from .variants import KnobError, parse_knob_assignments
+from .step_table import is_acks, is_int, normalise_acks
+from .variant_table import KnobError
+from .variants import KNOB_TABLE
 
 
 class ConfigError(ValueError):
@@ -37,7 +38,7 @@ class Config:
 
 def _knobs(v: Any) -> tuple[tuple[str, Any], ...]:
     """``{name: value}`` -> sorted, validated pairs (raises KnobError)."""
-    parsed = parse_knob_assignments([f"{k}={str(x).lower() if isinstance(x, bool) else x}" for k, x in v.items()])
+    parsed = KNOB_TABLE.parse_assignments([f"{k}={str(x).lower() if isinstance(x, bool) else x}" for k, x in v.items()])
     return tuple(sorted(parsed.items()))
 
 

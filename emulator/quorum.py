@@ -72,8 +72,7 @@ from .quorum_steps import (
     UpdateVoter,
 )
 from .quorum_variants import KRAFT853, QuorumVariant
-from .scenario import StepRefused
-from .steps import CrashMode
+from .step_table import CrashMode, StepRefused
 
 NONE = "NONE"
 

@@ -71,6 +71,7 @@ from .quorum_steps import (
     QuorumFetch,
     QuorumRestart,
     QuorumStep,
+    QuorumStepKind,
     RemoveVoter,
     Resign,
     Shutdown,
@@ -78,8 +79,7 @@ from .quorum_steps import (
     UpdateVoter,
 )
 from .quorum_variants import QuorumVariant
-from .scenario import StepRefused
-from .steps import CrashMode, QuorumStepKind
+from .step_table import CrashMode, StepRefused
 
 MARSHAL_VERSION = 2
 

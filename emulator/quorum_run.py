@@ -25,12 +25,17 @@ from .bounds import MAX_REPLICAS, PROGRESS_EVERY, short_repr
 from .quorum import Quorum
 from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
 from .quorum_state import ControlType, QuorumRecord, QuorumRole, Server
-from .quorum_steps import QuorumStep, describe_quorum_step, parse_quorum_step, quorum_step_to_dict
-from .quorum_variants import QUORUM_KNOBS, QUORUM_VARIANT_NAMES, QuorumVariant, quorum_variant_named
+from .quorum_steps import QUORUM_STEP_TABLE, QuorumStep
+from .quorum_variants import (
+    QUORUM_KNOB_TABLE,
+    QUORUM_VARIANT_NAMES,
+    QUORUM_VARIANT_TABLE,
+    QuorumVariant,
+)
 from .result import not_expressible_result
-from .scenario import NAME_PATTERN, ScenarioError, StepRefused
-from .steps import StepError, is_int
-from .variants import KnobError
+from .scenario import NAME_PATTERN
+from .step_table import ScenarioError, StepError, StepRefused, is_int
+from .variant_table import KnobError
 
 TOP_KEYS = ("name", "description", "voters", "observers", "knobs", "steps", "expect")
 EXPECT_KEYS = ("violations", "leader", "errors", "servers")
@@ -91,14 +96,10 @@ def parse_quorum_header(data: dict[str, Any], source: str = "<memory>") -> tuple
     knobs_raw = data.get("knobs") or {}
     if not isinstance(knobs_raw, dict):
         raise ScenarioError(f"{source}: 'knobs' must be a mapping of knob names to values")
-    knobs: dict[str, Any] = {}
-    for key, value in knobs_raw.items():
-        if key not in QUORUM_KNOBS:
-            raise ScenarioError(f"{source}: knobs: unknown quorum knob {short_repr(key)} (known: {', '.join(QUORUM_KNOBS)})")
-        try:
-            knobs[key] = QUORUM_KNOBS[key].parse(value)
-        except KnobError as bad_knob:  # (a name of its own: mypyc types a name by its first binding)
-            raise ScenarioError(f"{source}: knobs: {bad_knob}") from None
+    try:
+        knobs = QUORUM_KNOB_TABLE.parse(knobs_raw.items())
+    except KnobError as bad_knob:  # (a name of its own: mypyc types a name by its first binding)
+        raise ScenarioError(f"{source}: knobs: {bad_knob}") from None
     return name, voters, observers, knobs, description
 
 
@@ -120,7 +121,7 @@ def parse_quorum_scenario(data: Any, source: str = "<memory>") -> QuorumScenario
             raise ScenarioError(f"{source}: step {number}: must be a mapping with exactly one step type, got {short_repr(raw)}")
         (kind, args), = raw.items()
         try:
-            steps.append(parse_quorum_step(kind, args, servers))
+            steps.append(QUORUM_STEP_TABLE.parse(kind, args, servers))
         except StepError as bad_step:
             raise ScenarioError(f"{source}: step {number} ({kind}): {bad_step}") from None
     expect = _parse_expect(source, data.get("expect"), servers)
@@ -171,7 +172,7 @@ def quorum_scenario_document(s: QuorumScenario, description: str | None = None,
         doc["observers"] = list(s.observers)
     if s.knobs:
         doc["knobs"] = dict(sorted(s.knobs.items()))
-    doc["steps"] = [quorum_step_to_dict(step) for step in s.steps]
+    doc["steps"] = [QUORUM_STEP_TABLE.to_dict(step) for step in s.steps]
     if expect:
         doc["expect"] = expect
     return doc
@@ -222,7 +223,7 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
     (``emulator.result.not_expressible_result``). ``progress(steps_done, steps)``, when given, is
     called every ``PROGRESS_EVERY`` steps (as ``run_scenario``'s)."""
 
-    variant: QuorumVariant = quorum_variant_named(protocol, {**scenario.knobs, **(knobs or {})})
+    variant: QuorumVariant = QUORUM_VARIANT_TABLE.named(protocol, {**scenario.knobs, **(knobs or {})})
     q = Quorum(scenario.voters, scenario.observers, variant)
     checker = QuorumChecker()
     violations: list[dict[str, Any]] = []
@@ -235,9 +236,9 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
             outcome = q.apply(step)
         except StepRefused as e:
             if refusal_as_result:
-                return not_expressible_result(scenario.name, protocol, number, describe_quorum_step(step), str(e),
+                return not_expressible_result(scenario.name, protocol, number, QUORUM_STEP_TABLE.describe(step), str(e),
                                               family="quorum")
-            raise StepRefused(f"{scenario.source}: step {number} ({describe_quorum_step(step)}): refused under "
+            raise StepRefused(f"{scenario.source}: step {number} ({QUORUM_STEP_TABLE.describe(step)}): refused under "
                               f"{protocol}: {e}") from None
         if progress is not None and number % PROGRESS_EVERY == 0 and number < total:
             progress(number, total)
@@ -250,10 +251,10 @@ def run_quorum_scenario(scenario: QuorumScenario, protocol: str, trace: bool = F
                 fresh.append({"invariant": name, "step": number, "detail": detail})
         violations += fresh
         if trace:
-            rows.append({"step": number, "description": describe_quorum_step(step), "state": quorum_snapshot(q, with_logs=True, with_control=True),
+            rows.append({"step": number, "description": QUORUM_STEP_TABLE.describe(step), "state": quorum_snapshot(q, with_logs=True, with_control=True),
                          "outcome": {"errors": [{"step": number, **e} for e in outcome.errors], "events": outcome.events,
                                      "violations": fresh}})
-    overrides = {k: v for k, v in variant.knobs().items() if getattr(quorum_variant_named(protocol), k) != v}
+    overrides = QUORUM_VARIANT_TABLE.overrides(variant)
     result: dict[str, Any] = {
         "scenario": scenario.name, "family": "quorum", "protocol": protocol, "knobs": overrides or None,
         "steps": len(scenario.steps), "final": quorum_snapshot(q), "violations": violations, "errors": errors,

@@ -1,11 +1,12 @@
 """The metadata quorum's steps: one frozen dataclass per kind, and ``QUORUM_STEP_TABLE``.
 
-The table reuses ``StepSpec`` / ``Arg`` / ``ArgType`` of ``emulator.steps``; a ``REPLICA`` argument
-names a server of the quorum (a voter or an observer).  Messages are explicit: a step that sends a
-request (``election_timeout``, ``fetch``, ``begin_quorum_epoch``, ``resign``, ``shutdown``) puts it in flight on
-the link from its sender to its destination; ``deliver`` hands the oldest message of one link to
-its destination, which answers by putting the response in flight on the reverse link; ``drop``
-loses it.  So a search can reorder and lose every request and every response.
+The table is a ``StepTable`` of ``emulator.step_table`` (one parse / write / describe for both
+families); a ``REPLICA`` argument names a server of the quorum (a voter or an observer).  Messages
+are explicit: a step that sends a request (``election_timeout``, ``fetch``, ``begin_quorum_epoch``,
+``resign``, ``shutdown``) puts it in flight on the link from its sender to its destination;
+``deliver`` hands the oldest message of one link to its destination, which answers by putting the
+response in flight on the reverse link; ``drop`` loses it.  So a search can reorder and lose every
+request and every response.
 
 Every engine reads this table: ``replemu run``, the stream (``streaming.quorum_stream``), ``replemu
 explore`` (``emulator.quorum_explore``), shrink and the dashboard.
@@ -14,20 +15,36 @@ explore`` (``emulator.quorum_explore``), shrink and the dashboard.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from enum import Enum
+from typing import Union
 
-from .bounds import short_repr
-from .steps import (
-    Arg,
-    ArgType,
-    CrashMode,
-    QuorumStepKind,
-    StepError,
-    StepSpec,
-    _value,
-    step_rows_markdown,
-    steps_markdown,
-)
+from .step_table import Arg, ArgType, CrashMode, StepSpec, StepTable
+from .steps import steps_markdown
+
+
+class QuorumStepKind(str, Enum):
+    """The metadata quorum's step kinds: one row of ``QUORUM_STEP_TABLE`` each."""
+
+    ELECTION_TIMEOUT = "election_timeout"
+    DELIVER = "deliver"
+    DROP = "drop"
+    FETCH = "fetch"
+    BEGIN_QUORUM_EPOCH = "begin_quorum_epoch"
+    RESIGN = "resign"
+    APPEND = "append"
+    ADD_VOTER = "add_voter"
+    REMOVE_VOTER = "remove_voter"
+    CRASH = "crash"
+    RESTART = "restart"
+    LOSE_DISK = "lose_disk"
+    CHECK_QUORUM = "check_quorum"
+    SHUTDOWN = "shutdown"
+    SHUTDOWN_TIMEOUT = "shutdown_timeout"
+    UPDATE_VOTER = "update_voter"
+    CHANGE_LISTENERS = "change_listeners"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +172,7 @@ _LEADER = Arg("server", ArgType.REPLICA, doc="the server the admin client sends 
 _LINK = (Arg("source", ArgType.REPLICA, required=True, doc="the sender of the message"),
          Arg("destination", ArgType.REPLICA, required=True, doc="its receiver"))
 
-QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): spec for spec in (
+QUORUM_STEP_TABLE: StepTable[QuorumStepKind, QuorumStep] = StepTable(QuorumStepKind, (
     StepSpec(QuorumStepKind.ELECTION_TIMEOUT, ElectionTimeout, (_SERVER,),
              "A voter's election (or fetch) timeout fires: it (a resigned leader too) becomes candidate in epoch + 1, "
              "votes for itself and sends Vote to every other voter. pre_vote: an unattached, follower or candidate "
@@ -229,59 +246,16 @@ QUORUM_STEP_TABLE: dict[QuorumStepKind, StepSpec] = {QuorumStepKind(spec.kind): 
     StepSpec(QuorumStepKind.LOSE_DISK, LoseDisk, (_SERVER,),
              "A stopped server's disk is replaced: log and quorum-state file are gone, it is formatted again with a new "
              "directory id (without initial voters when voters are dynamic) and starts."),
-)}
+), "quorum step type", "Metadata-quorum scenarios (a file that names `voters`; docs/quorum.md)")
 
-QUORUM_STEP_KINDS: tuple[str, ...] = tuple(k.value for k in QUORUM_STEP_TABLE)
+QUORUM_STEP_KINDS: tuple[str, ...] = QUORUM_STEP_TABLE.kinds
 
-
-def parse_quorum_step(kind: Any, args: Any, servers: tuple[int, ...]) -> QuorumStep:
-    """Validate one quorum step's arguments (``{kind: args}``) against ``QUORUM_STEP_TABLE``."""
-    try:
-        spec = QUORUM_STEP_TABLE[QuorumStepKind(kind)]
-    except (ValueError, TypeError):
-        raise StepError(f"unknown quorum step type {short_repr(kind)} (known: {', '.join(QUORUM_STEP_KINDS)})") from None
-    args = {} if args is None else args
-    if not isinstance(args, dict):
-        raise StepError(f"must be a mapping, got {type(args).__name__}")
-    unknown = sorted(str(k) for k in args if k not in spec.arg_names)
-    if unknown:
-        raise StepError(f"unknown key {short_repr(unknown[0])} (allowed: {', '.join(spec.arg_names)})")
-    values: dict[str, Any] = {}
-    for arg in spec.args:
-        if arg.name not in args:
-            if arg.required:
-                raise StepError(f"missing required key {arg.name!r}")
-            continue
-        values[arg.name] = _value(arg, args[arg.name], servers)
-    step: QuorumStep = spec.cls(**values)
-    return step
-
-
-def quorum_step_to_dict(step: QuorumStep) -> dict[str, Any]:
-    """The step in the scenario file's shape, ``{type: {arg: value, ...}}`` (defaults omitted):
-    ``parse_quorum_step`` reads it back to the same step."""
-    args: dict[str, Any] = {}
-    for arg in QUORUM_STEP_TABLE[step.kind].args:
-        value = getattr(step, arg.name)
-        if value is None or value == arg.default:
-            continue
-        args[arg.name] = value.value if isinstance(value, CrashMode) else value
-    return {step.kind.value: args}
-
-
-def describe_quorum_step(step: QuorumStep) -> str:
-    """A short human form, e.g. ``deliver(1, 2)`` or ``append(a)``."""
-    parts = [str(getattr(step, a.name)) for a in QUORUM_STEP_TABLE[step.kind].args
-             if getattr(step, a.name) is not None and getattr(step, a.name) != a.default]
-    return f"{step.kind.value}({', '.join(parts)})"
-
-
-def quorum_steps_markdown() -> str:
-    """The metadata quorum's part of ``docs/steps.md``, written from ``QUORUM_STEP_TABLE``."""
-    lines = ["", "## Metadata-quorum scenarios (a file that names `voters`; docs/quorum.md)", ""]
-    return "\n".join(lines + step_rows_markdown(QUORUM_STEP_TABLE)) + "\n"
+# The table's methods by their former names (other packages still call them; issue 48 removes them).
+parse_quorum_step = QUORUM_STEP_TABLE.parse
+quorum_step_to_dict = QUORUM_STEP_TABLE.to_dict
+describe_quorum_step = QUORUM_STEP_TABLE.describe
 
 
 def all_steps_markdown() -> str:
     """``docs/steps.md``: both step tables (``replemu steps``)."""
-    return steps_markdown() + quorum_steps_markdown()
+    return steps_markdown() + "\n" + QUORUM_STEP_TABLE.markdown()

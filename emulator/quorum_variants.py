@@ -13,14 +13,11 @@ comes from; the rules in ``emulator.quorum`` read only these knobs, never a pres
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
-from ._build import rebuilt
-from .bounds import short_repr
-from .variants import Knob, KnobError, parse_knob_assignments
+from .variant_table import Knob, KnobTable, Variant, VariantTable
 
-QUORUM_KNOBS: dict[str, Knob] = {k.name: k for k in (
+_QUORUM_KNOBS = (
     Knob("dynamic_voters", (False, True),
          "the voter set is a VotersRecord in the log (kraft.version 1): voters are (id, directory id) keys, the "
          "first leader writes the bootstrap voter set into the log, add_voter / remove_voter change it; off, the "
@@ -41,68 +38,35 @@ QUORUM_KNOBS: dict[str, Knob] = {k.name: k for k in (
          "without the 2015 fix)",
          "3.9.0 AddVoterHandler.handleAddVoterRequest / RemoveVoterHandler.handleRemoveVoterRequest "
          "(leaderState.highWatermark().isPresent()); Ongaro, raft-dev 2015 'bug in single-server membership changes'"),
-)}
+)
+# An override's unknown name lists the knobs; overrides are checked in name order.
+QUORUM_KNOB_TABLE = KnobTable(_QUORUM_KNOBS, "quorum knob", f"known: {', '.join(k.name for k in _QUORUM_KNOBS)}",
+                              f"the quorum knobs: {', '.join(k.name for k in _QUORUM_KNOBS)}", sort_overrides=True)
+QUORUM_KNOBS: dict[str, Knob] = QUORUM_KNOB_TABLE.knobs
 
 
 @dataclass(frozen=True, slots=True)
-class QuorumVariant:
-    """One metadata-quorum protocol: a name and the value of every knob of ``QUORUM_KNOBS``."""
+class QuorumVariant(Variant):
+    """One metadata-quorum protocol: a name and the value of every knob of ``QUORUM_KNOB_TABLE``."""
 
-    name: str
     dynamic_voters: bool
     pre_vote: bool
     reconfig_requires_leader_epoch_commit: bool = True
 
-    def __post_init__(self) -> None:
-        for name, knob in QUORUM_KNOBS.items():
-            if getattr(self, name) not in knob.values:
-                raise KnobError(f"knob {name}: {getattr(self, name)!r} is not one of {knob.values}")
+    def knob_table(self) -> KnobTable:
+        return QUORUM_KNOB_TABLE
 
-    def knobs(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in QUORUM_KNOBS}
-
-    def with_knobs(self, overrides: dict[str, Any]) -> "QuorumVariant":
-        """The variant with some knobs set (values as YAML or command-line text); same name."""
-        values = {}
-        for name, text in sorted(overrides.items()):
-            if name not in QUORUM_KNOBS:
-                raise KnobError(f"unknown quorum knob {short_repr(name)} (known: {', '.join(QUORUM_KNOBS)})")
-            values[name] = QUORUM_KNOBS[name].parse(text)
-        return replace(self, **values) if values else self
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return rebuilt(self)
-
-
-assert {f.name for f in fields(QuorumVariant)} - {"name"} == set(QUORUM_KNOBS)
 
 KRAFT595 = QuorumVariant(name="kraft595", dynamic_voters=False, pre_vote=False)
 KRAFT853 = replace(KRAFT595, name="kraft853", dynamic_voters=True)
 KRAFT996 = replace(KRAFT853, name="kraft996", pre_vote=True)
 
-QUORUM_VARIANTS: dict[str, QuorumVariant] = {v.name: v for v in (KRAFT595, KRAFT853, KRAFT996)}
-QUORUM_VARIANT_NAMES: tuple[str, ...] = tuple(QUORUM_VARIANTS)
+QUORUM_VARIANT_TABLE: VariantTable[QuorumVariant] = VariantTable(QUORUM_KNOB_TABLE, (KRAFT595, KRAFT853, KRAFT996),
+                                                                 "quorum protocol")
+QUORUM_VARIANTS: dict[str, QuorumVariant] = QUORUM_VARIANT_TABLE.presets
+QUORUM_VARIANT_NAMES: tuple[str, ...] = QUORUM_VARIANT_TABLE.names
 
-
-def quorum_variant_named(name: str, knobs: dict[str, Any] | None = None) -> QuorumVariant:
-    try:
-        variant = QUORUM_VARIANTS[name]
-    except KeyError:
-        raise ValueError(f"unknown quorum protocol {name!r} (known: {', '.join(QUORUM_VARIANT_NAMES)})") from None
-    return variant.with_knobs(knobs or {})
-
-
-def quorum_knobs_markdown() -> str:
-    """The knob table of docs/quorum.md, written from ``QUORUM_KNOBS`` and the presets."""
-    lines = ["| knob | " + " | ".join(f"`{n}`" for n in QUORUM_VARIANT_NAMES) + " | meaning | Kafka version / code |",
-             "|---|" + "---|" * len(QUORUM_VARIANT_NAMES) + "---|---|"]
-    for name, knob in QUORUM_KNOBS.items():
-        cells = " | ".join(str(getattr(QUORUM_VARIANTS[v], name)).lower() for v in QUORUM_VARIANT_NAMES)
-        lines.append(f"| `{name}` | {cells} | {knob.doc} | {knob.source} |")
-    return "\n".join(lines) + "\n"
-
-
-
-def parse_quorum_knob_assignments(texts: list[str]) -> dict[str, Any]:
-    """``["pre_vote=true", ...]`` (``--knob`` arguments naming quorum knobs) -> validated ``{name: value}``."""
-    return parse_knob_assignments(texts, QUORUM_KNOBS, f"the quorum knobs: {', '.join(QUORUM_KNOBS)}")
+# The tables' methods by their former names (other packages still call them; issue 48 removes them).
+quorum_variant_named = QUORUM_VARIANT_TABLE.named
+quorum_knobs_markdown = QUORUM_VARIANT_TABLE.knobs_markdown
+parse_quorum_knob_assignments = QUORUM_KNOB_TABLE.parse_assignments

@@ -15,10 +15,9 @@ import random
 from typing import Any
 
 from .quorum import Quorum
-from .quorum_steps import parse_quorum_step
-from .quorum_variants import quorum_variant_named
-from .scenario import StepRefused
-from .steps import QuorumStepKind
+from .quorum_steps import QUORUM_STEP_TABLE, QuorumStepKind
+from .quorum_variants import QUORUM_VARIANT_TABLE
+from .step_table import StepRefused
 
 ATTEMPTS = 20
 # how often each step kind is drawn: messages move most of the time
@@ -69,7 +68,7 @@ def generate_quorum_scenario(seed: int, k: int, protocol: str, knobs: dict[str, 
     observers = [n_voters + 1]
     servers = voters + observers
     length = rng.randint(*STEPS)
-    q = Quorum(tuple(voters), tuple(observers), quorum_variant_named(protocol, dict(knobs or {})))
+    q = Quorum(tuple(voters), tuple(observers), QUORUM_VARIANT_TABLE.named(protocol, dict(knobs or {})))
     kinds = list(WEIGHTS)
     weights = [WEIGHTS[kind] for kind in kinds]
     steps: list[dict[str, Any]] = []
@@ -79,7 +78,7 @@ def generate_quorum_scenario(seed: int, k: int, protocol: str, knobs: dict[str, 
             (kind, args), = raw.items()
             number = q.step_number
             try:
-                q.apply(parse_quorum_step(kind, args, tuple(servers)))
+                q.apply(QUORUM_STEP_TABLE.parse(kind, args, tuple(servers)))
             except StepRefused:
                 q.step_number = number  # a refused step changed nothing else
                 continue

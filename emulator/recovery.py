@@ -9,7 +9,8 @@ from .effects import CacheChanged, PowerLoss
 from .leader import stop_leading
 from .log import cut
 from .replica import Replica, Role
-from .steps import CheckpointHw, Crash, CrashMode, Flush, Restart, Shutdown
+from .step_table import CrashMode
+from .steps import CheckpointHw, Crash, Flush, Restart, Shutdown
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .partition import Partition

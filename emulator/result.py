@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from .replica import Role
-from .steps import is_int as _is_int
+from .step_table import is_int as _is_int
 
 RESULT_FORMAT = 1
 

@@ -13,9 +13,10 @@ from .effects import Effect
 from .kraft import REFUSED
 from .partition import Partition
 from .result import compacted_prefix, not_expressible_result, result_object, state_snapshot
-from .scenario import Scenario, StepRefused
-from .steps import Step, describe_step, step_to_dict
-from .variants import ProtocolVariant, knob_overrides, variant_named
+from .scenario import Scenario
+from .step_table import StepRefused
+from .steps import STEP_TABLE, Step
+from .variants import VARIANT_TABLE, ProtocolVariant
 
 
 @dataclass(slots=True)
@@ -98,7 +99,7 @@ class Replay:
     def knobs_in_force(self) -> dict[str, Any] | None:
         """Every knob, when the run's variant differs from its preset; None for a plain preset."""
         variant = self.partition.variant
-        return variant.knobs() if knob_overrides(variant) else None
+        return variant.knobs() if VARIANT_TABLE.overrides(variant) else None
 
     def result(self, scenario_name: str) -> dict[str, Any]:
         p, g = self.partition, self.checker
@@ -109,7 +110,7 @@ class Replay:
 def effective_variant(protocol: str, config: Config, knobs: dict[str, Any] | None = None) -> ProtocolVariant:
     """The variant a run uses: the preset of ``protocol``, then the partition's ``config.knobs``,
     then the run's own ``knobs`` (``--knob``), which win."""
-    return variant_named(protocol).with_knobs(dict(config.knobs)).with_knobs(knobs or {})
+    return VARIANT_TABLE.named(protocol).with_knobs(dict(config.knobs)).with_knobs(knobs or {})
 
 
 def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare=None,
@@ -143,14 +144,14 @@ def run_scenario(scenario: Scenario, protocol: str, trace: bool = False, prepare
         if any(e["error"] == REFUSED for e in report.errors):
             reason = next((e.get("reason") for e in report.events if e["event"] == "StepRefused"), "")
             if refusal_as_result:
-                return not_expressible_result(scenario.name, variant.name, report.step, describe_step(step), str(reason or ""))
-            raise StepRefused(f"{scenario.source}: step {report.step} ({describe_step(step)}): "
+                return not_expressible_result(scenario.name, variant.name, report.step, STEP_TABLE.describe(step), str(reason or ""))
+            raise StepRefused(f"{scenario.source}: step {report.step} ({STEP_TABLE.describe(step)}): "
                               f"not a step the {variant.name} controller can take: {reason}")
         if trace:
             steps_trace.append({
                 "step": report.step,
-                "event": step_to_dict(step),
-                "description": describe_step(step),
+                "event": STEP_TABLE.to_dict(step),
+                "description": STEP_TABLE.describe(step),
                 "outcome": {"errors": report.errors, "events": report.events, "violations": report.violations},
                 **state_snapshot(replay.partition, with_logs=trace_logs),
             })

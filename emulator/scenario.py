@@ -15,20 +15,11 @@ from .bounds import INT32_MAX, MAX_REPLICAS, short_repr
 from .config import Config, ConfigError, parse_config
 from .invariants import INVARIANT_NAMES
 from .result import CONTROLLER_FIELDS, LOSS_FIELDS, REPLICA_FIELDS
-from .steps import STEP_KINDS, Step, StepError, is_int, is_text, parse_step
+from .step_table import ScenarioError, StepError, StepRefused, is_int, is_text  # noqa: F401 (StepRefused: read from here too)
+from .steps import STEP_KINDS, STEP_TABLE, Step
 from .variants import VARIANT_NAMES
 
 NAME_PATTERN = re.compile(r"^[a-z0-9._-]+$")
-
-
-class ScenarioError(ValueError):
-    """An invalid scenario: the message names the file, the step and what is wrong."""
-
-
-class StepRefused(ScenarioError):
-    """A scenario valid in itself whose step the variant's controller cannot take (a KRaft
-    controller writes no epoch or ISR an election asks for): refused under that variant, never
-    turned into a verdict; the scenario may run under the others."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +98,7 @@ def step_from_mapping(source: str, number: int, raw: Any, replicas: tuple[int, .
     (kind, args), = raw.items()
     where = f"step {number}" if kind not in STEP_KINDS else f"step {number} ({kind})"
     try:
-        return parse_step(kind, args, replicas)
+        return STEP_TABLE.parse(kind, args, replicas)
     except StepError as exc:
         raise ScenarioError(f"{source}: {where}: {exc}") from None
 

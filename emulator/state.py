@@ -31,7 +31,7 @@ from .replica import (
     Role,
 )
 from .run import Replay
-from .variants import variant_named
+from .variants import VARIANT_TABLE
 
 STATE_VERSION = 2  # 2: knobs recorded; lag state without since_ms
 
@@ -174,7 +174,7 @@ def from_document(doc: dict[str, Any], like: Replay | None = None) -> Replay:
             raise StateVersionError(f"partition state version {doc.get('state_version')!r}, this build reads {STATE_VERSION}")
         config = doc["config"]
         config = Config(**{**config, "knobs": tuple((k, v) for k, v in config.get("knobs", ()))})
-        replay = Replay(tuple(doc["assignment"]), config, variant_named(doc["protocol"], doc["knobs"]),
+        replay = Replay(tuple(doc["assignment"]), config, VARIANT_TABLE.named(doc["protocol"], doc["knobs"]),
                         brokers=tuple(doc.get("brokers", ())))
     else:
         lp = like.partition

@@ -1,8 +1,9 @@
-"""The steps of a scenario: one frozen dataclass per step kind, and the one table of step kinds.
+"""The steps of a partition scenario: one frozen dataclass per step kind, and the one table of step kinds.
 
-``STEP_TABLE`` is the single description of the step vocabulary: the scenario loader validates
-arguments with it, the stream's event rows carry its kinds and arguments, the partition
-dispatches on its kinds, and ``docs/steps.md`` is generated from it (``replemu steps``).
+``STEP_TABLE`` (a ``StepTable`` of ``emulator.step_table``, the mechanism the metadata quorum's steps
+share) is the single description of the step vocabulary: the scenario loader validates arguments
+with it, the stream's event rows carry its kinds and arguments, the partition dispatches on its
+kinds, and ``docs/steps.md`` is generated from it (``replemu steps``).
 
 Adding a step kind: add a member to ``StepKind``, a frozen dataclass below, one ``StepSpec``
 row in ``STEP_TABLE`` (its arguments and its meaning), and its handler in
@@ -13,13 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Union
+from typing import Any, Union
 
-from .bounds import INT32_MAX, INT64_MAX, short_repr
-
-
-class StepError(ValueError):
-    """An invalid step: the message says which argument is wrong and why (no file name)."""
+from .step_table import Arg, ArgType, CrashMode, StepError, StepSpec, StepTable, is_text  # noqa: F401 (is_text: read from here too)
 
 
 class StepKind(str, Enum):
@@ -46,40 +43,9 @@ class StepKind(str, Enum):
         return self.value
 
 
-class QuorumStepKind(str, Enum):
-    """The metadata quorum's step kinds (``emulator.quorum_steps.QUORUM_STEP_TABLE``): here, beside the
-    partition's, so that one ``StepSpec`` describes a row of either table."""
-
-    ELECTION_TIMEOUT = "election_timeout"
-    DELIVER = "deliver"
-    DROP = "drop"
-    FETCH = "fetch"
-    BEGIN_QUORUM_EPOCH = "begin_quorum_epoch"
-    RESIGN = "resign"
-    APPEND = "append"
-    ADD_VOTER = "add_voter"
-    REMOVE_VOTER = "remove_voter"
-    CRASH = "crash"
-    RESTART = "restart"
-    LOSE_DISK = "lose_disk"
-    CHECK_QUORUM = "check_quorum"
-    SHUTDOWN = "shutdown"
-    SHUTDOWN_TIMEOUT = "shutdown_timeout"
-    UPDATE_VOTER = "update_voter"
-    CHANGE_LISTENERS = "change_listeners"
-
-    def __str__(self) -> str:
-        return self.value
-
-
 class FetchResponse(str, Enum):
     DELIVERED = "delivered"
     LOST = "lost"
-
-
-class CrashMode(str, Enum):
-    PROCESS = "process"
-    POWER = "power"
 
 
 # -- the steps ------------------------------------------------------------------------------
@@ -227,91 +193,6 @@ Step = Union[Elect, LeaderAndIsr, Produce, Fetch, ShrinkIsr, ControllerRemove, C
              Shutdown, Fence, Unfence, AlterPartition, LogInfo, LagMetadata, Reassign]
 
 
-# -- argument types -------------------------------------------------------------------------
-
-
-class ArgType(str, Enum):
-    """How a YAML value of an argument is checked (and described in errors and docs)."""
-
-    REPLICA = "a replica id (int)"
-    REPLICA_LIST = "a list of replica ids"
-    EPOCH = "a leader epoch (int32, >= 0)"
-    COUNT = "a count (int32, >= 0)"
-    MILLIS = "milliseconds (int64, >= 0)"
-    OFFSET = "an offset (int64, >= 0)"
-    BROKER_EPOCH = "a broker epoch (int64, >= 0)"
-    BOOL = "a bool"
-    STRING = "a string"
-    STRING_LIST = "a list of strings"
-    ACKS = "one of all, 1, 0"
-    CHOICE = "one of"
-
-
-assert len({t.value for t in ArgType}) == len(ArgType.__members__), "ArgType values must differ (equal values alias members)"
-
-
-def is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def is_text(v: Any) -> bool:
-    """A string of Unicode text: UTF-8 can carry it (a lone surrogate, which a JSON or YAML
-    escape like ``\\ud800`` can produce, cannot be written to a log, a state row or a result)."""
-    if not isinstance(v, str):
-        return False
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-_RANGE = {ArgType.EPOCH: INT32_MAX, ArgType.COUNT: INT32_MAX, ArgType.MILLIS: INT64_MAX, ArgType.OFFSET: INT64_MAX,
-          ArgType.BROKER_EPOCH: INT64_MAX}
-ACKS_VALUES = ("all", "-1", "1", "0", -1, 1, 0)
-
-
-def is_acks(v: Any) -> bool:
-    """One of ``ACKS_VALUES`` as written (``1.0 == 1`` and ``True == 1`` in Python: neither is acks)."""
-    return (isinstance(v, str) or is_int(v)) and v in ACKS_VALUES
-
-
-def normalise_acks(v: Any) -> str:
-    """``all`` / ``-1`` / ``1`` / ``0`` (str or int) -> ``"all" | "1" | "0"``."""
-    return "all" if v in ("all", "-1", -1) else str(v)
-
-
-@dataclass(frozen=True, slots=True)
-class Arg:
-    name: str
-    type: ArgType
-    required: bool = False
-    default: Any = None  # the value a step omitted from YAML has (omitted again when written)
-    choices: tuple[str, ...] = ()
-    doc: str = ""
-
-    def describe(self) -> str:
-        if self.type is ArgType.CHOICE:
-            return " or ".join(repr(c) for c in self.choices)
-        return self.type.value
-
-
-@dataclass(frozen=True)
-class StepSpec:
-    """One row of a step table: the partition's ``STEP_TABLE`` (``K`` = ``StepKind``) or the
-    metadata quorum's ``emulator.quorum_steps.QUORUM_STEP_TABLE`` (``K`` = ``QuorumStepKind``)."""
-
-    kind: StepKind | QuorumStepKind
-    cls: type
-    args: tuple[Arg, ...]
-    doc: str
-    check: Callable[[dict[str, Any]], None] | None = None  # cross-argument rules, raises StepError
-
-    @property
-    def arg_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.args)
-
-
 def _check_elect(a: dict[str, Any]) -> None:
     if a.get("isr") is not None and not a["isr"]:
         raise StepError("isr must not be empty")
@@ -333,9 +214,55 @@ def _check_produce(a: dict[str, Any]) -> None:
         raise StepError("'values' must not be empty")
 
 
+def _build_produce(a: dict[str, Any]) -> dict[str, Any]:
+    """``value`` is the one record of ``values``."""
+    values = dict(a)
+    value = values.pop("value", None)
+    values["values"] = (value,) if value is not None else values["values"]
+    return values
+
+
+def _produce_args(step: Produce) -> dict[str, Any]:
+    """A produce of one record writes ``value``, of more ``values``; ``acks`` as a YAML file
+    gives it (``all``, or an int)."""
+    args: dict[str, Any] = {"value": step.values[0]} if len(step.values) == 1 else {"values": list(step.values)}
+    if step.acks is not None:
+        args["acks"] = step.acks if step.acks == "all" else int(step.acks)
+    if step.replica is not None:
+        args["replica"] = step.replica
+    return args
+
+
+def _build_elect(a: dict[str, Any]) -> dict[str, Any]:
+    """The ISR is a set: kept sorted."""
+    return a if a.get("isr") is None else {**a, "isr": tuple(sorted(a["isr"]))}
+
+
+def _describe_parts(step: Step, args: dict[str, Any]) -> list[str]:
+    """The partition's short form: the replica (or leader) first, ``e``+epoch, records and the
+    fetch response as they are, other arguments as ``name=value``."""
+    parts: list[str] = []
+    for key, value in args.items():
+        if key in ("replica", "leader"):
+            parts.insert(0, str(value))
+        elif key == "epoch":
+            parts.append(f"e{value}")
+        elif key == "value":
+            parts.append(str(value))
+        elif key == "values":
+            parts.append(",".join(value))
+        elif key == "response":
+            parts.append(value)
+        elif isinstance(value, list):
+            parts.append(f"{key}=[{','.join(map(str, value))}]")
+        else:
+            parts.append(f"{key}={value}")
+    return parts
+
+
 _REPLICA = Arg("replica", ArgType.REPLICA, required=True, doc="the broker the step happens on")
 
-STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
+STEP_TABLE: StepTable[StepKind, Step] = StepTable(StepKind, (
     StepSpec(StepKind.ELECT, Elect, (
         Arg("leader", ArgType.REPLICA, doc="the new leader (default: the controller's choice); KRaft: after the "
             "partition's creation only the one ElectLeaders elects"),
@@ -349,7 +276,7 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
        "replica, else the partition goes offline. KRaft: the first elect creates the partition; a later one is "
        "the admin's ElectLeaders, which writes nothing and answers ELECTION_NOT_NEEDED, "
        "PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE when it elects nobody new; a step "
-       "asking for more is refused (docs/protocol.md 10.3).", _check_elect),
+       "asking for more is refused (docs/protocol.md 10.3).", _check_elect, build=_build_elect),
     StepSpec(StepKind.LEADER_AND_ISR, LeaderAndIsr, (
         _REPLICA,
         Arg("epoch", ArgType.EPOCH, doc="process the pending request of this epoch (default: the newest)"),
@@ -359,7 +286,8 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
         Arg("values", ArgType.STRING_LIST, doc="several records (give value or values)"),
         Arg("acks", ArgType.ACKS, doc="overrides the config's acks"),
         Arg("replica", ArgType.REPLICA, doc="the broker the client sends to (default: the controller's leader)"),
-    ), "A client sends records; a replica that does not presume leadership answers NOT_LEADER.", _check_produce),
+    ), "A client sends records; a replica that does not presume leadership answers NOT_LEADER.", _check_produce,
+        build=_build_produce, written=_produce_args),
     StepSpec(StepKind.FETCH, Fetch, (
         _REPLICA,
         Arg("max_records", ArgType.COUNT, doc="at most this many records in the response"),
@@ -431,155 +359,21 @@ STEP_TABLE: dict[StepKind, StepSpec] = {StepKind(spec.kind): spec for spec in (
        "removed) and the removed brokers delete their copy. A target that only removes or rearranges completes at "
        "once. cancel reverts: the replicas and ISR without the adding ones. The first replica is the preferred leader "
        "(a later elect elects it).", _check_reassign),
-)}
+), "step type", "Partition scenarios", _describe_parts)
 
-STEP_KINDS: tuple[str, ...] = tuple(k.value for k in STEP_TABLE)
-
-
-# -- parsing and writing ----------------------------------------------------------------------
+STEP_KINDS: tuple[str, ...] = STEP_TABLE.kinds
 
 
-def _value(arg: Arg, value: Any, replicas: tuple[int, ...]) -> Any:
-    t = arg.type
-    if t is ArgType.REPLICA:
-        if not is_int(value):
-            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
-        if value not in replicas:
-            raise StepError(f"{arg.name} {short_repr(value)} is not one of the partition's replicas {list(replicas)}")
-        return value
-    if t is ArgType.REPLICA_LIST:
-        if not (isinstance(value, list) and all(is_int(x) for x in value)):
-            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
-        for x in value:
-            if x not in replicas:
-                raise StepError(f"{arg.name} names replica {short_repr(x)}, which is not one of the partition's replicas {list(replicas)}")
-        if len(set(value)) != len(value):
-            raise StepError(f"{arg.name} lists a replica twice: {short_repr(value)}")
-        return tuple(value)
-    if t in _RANGE:
-        if not (is_int(value) and value >= 0):
-            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
-        if value > _RANGE[t]:
-            raise StepError(f"{arg.name!r} {short_repr(value)} is out of range (at most {_RANGE[t]})")
-        return value
-    if t is ArgType.BOOL:
-        if not isinstance(value, bool):
-            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
-        return value
-    if t is ArgType.STRING:
-        if not is_text(value):
-            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
-        return value
-    if t is ArgType.STRING_LIST:
-        if not (isinstance(value, list) and all(is_text(x) for x in value)):
-            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
-        return tuple(value)
-    if t is ArgType.ACKS:
-        if not is_acks(value):
-            raise StepError(f"{arg.name!r} must be {t.value}, got {short_repr(value)}")
-        return normalise_acks(value)
-    if value not in arg.choices:
-        raise StepError(f"{arg.name!r} must be {arg.describe()}, got {short_repr(value)}")
-    return value
+# The table's methods by their former names (other packages still call them; issue 48 removes them).
+parse_step = STEP_TABLE.parse
+step_to_dict = STEP_TABLE.to_dict
+describe_step = STEP_TABLE.describe
 
-
-def parse_step(kind: Any, args: Any, replicas: tuple[int, ...]) -> Step:
-    """Validate one step's arguments (the YAML form: ``{kind: args}``) against ``STEP_TABLE``."""
-    try:
-        spec = STEP_TABLE[StepKind(kind)]
-    except (ValueError, TypeError):
-        raise StepError(f"unknown step type {short_repr(kind)} (known: {', '.join(STEP_KINDS)})") from None
-    args = {} if args is None else args
-    if not isinstance(args, dict):
-        raise StepError(f"must be a mapping, got {'null' if args is None else type(args).__name__}")
-    unknown = sorted(str(k) for k in args if k not in spec.arg_names)
-    if unknown:
-        raise StepError(f"unknown key {short_repr(unknown[0])} (allowed: {', '.join(spec.arg_names)})")
-    values: dict[str, Any] = {}
-    for arg in spec.args:
-        if arg.name not in args:
-            if arg.required:
-                raise StepError(f"missing required key {arg.name!r}")
-            continue
-        values[arg.name] = _value(arg, args[arg.name], replicas)
-    if spec.check:
-        spec.check(values)
-    return _build(spec, values)
-
-
-def _build(spec: StepSpec, values: dict[str, Any]) -> Step:
-    if spec.kind is StepKind.PRODUCE:
-        values = dict(values)
-        value = values.pop("value", None)
-        values["values"] = (value,) if value is not None else values["values"]
-    elif spec.kind is StepKind.ELECT and values.get("isr") is not None:
-        values = {**values, "isr": tuple(sorted(values["isr"]))}
-    return spec.cls(**values)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Enum):
-        return value.value
-    return list(value) if isinstance(value, tuple) else value
-
-
-def step_to_dict(step: Step) -> dict[str, Any]:
-    """The step in the YAML contract's shape: ``{type: {arg: value, ...}}`` (defaults omitted)."""
-    args: dict[str, Any] = {}
-    if isinstance(step, Produce):
-        if len(step.values) == 1:
-            args["value"] = step.values[0]
-        else:
-            args["values"] = list(step.values)
-        if step.acks is not None:
-            args["acks"] = step.acks if step.acks == "all" else int(step.acks)
-        if step.replica is not None:
-            args["replica"] = step.replica
-        return {step.kind.value: args}
-    for arg in STEP_TABLE[step.kind].args:
-        value = getattr(step, arg.name)
-        if value is None or value == arg.default:
-            continue
-        args[arg.name] = _plain(value)
-    return {step.kind.value: args}
-
-
-def describe_step(step: Step) -> str:
-    """A short human form, e.g. ``fetch(2, lost)`` or ``elect(1, e0, isr=[1,2])``."""
-    d = step_to_dict(step)[step.kind.value]
-    parts: list[str] = []
-    for key, value in d.items():
-        if key in ("replica", "leader"):
-            parts.insert(0, str(value))
-        elif key == "epoch":
-            parts.append(f"e{value}")
-        elif key == "value":
-            parts.append(str(value))
-        elif key == "values":
-            parts.append(",".join(value))
-        elif key == "response":
-            parts.append(value)
-        elif isinstance(value, list):
-            parts.append(f"{key}=[{','.join(map(str, value))}]")
-        else:
-            parts.append(f"{key}={value}")
-    return f"{step.kind.value}({', '.join(parts)})"
-
-
-def step_rows_markdown(table: dict[Any, StepSpec]) -> list[str]:
-    """A step table as markdown rows: the step, its arguments, its meaning."""
-    lines = ["| step | arguments | meaning |", "|---|---|---|"]
-    for spec in table.values():
-        args = "; ".join(
-            f"`{a.name}` ({a.describe()}{', required' if a.required else ''}){': ' + a.doc if a.doc else ''}" for a in spec.args
-        )
-        lines.append(f"| `{spec.kind.value}` | {args} | {spec.doc} |")
-    return lines
+HEADER = ("# Step kinds\n\nGenerated from `emulator/steps.py` (`STEP_TABLE`) and `emulator/quorum_steps.py` "
+          "(`QUORUM_STEP_TABLE`) by `replemu steps`; do not edit by hand.\n\n")
 
 
 def steps_markdown() -> str:
     """The partition's part of ``docs/steps.md`` (``replemu steps`` adds the metadata quorum's:
-    ``emulator.quorum_steps.quorum_steps_markdown``), written from ``STEP_TABLE``."""
-    lines = ["# Step kinds", "", "Generated from `emulator/steps.py` (`STEP_TABLE`) and `emulator/quorum_steps.py` "
-             "(`QUORUM_STEP_TABLE`) by `replemu steps`; do not edit by hand.", "", "## Partition scenarios", ""]
-    return "\n".join(lines + step_rows_markdown(STEP_TABLE)) + "\n"
+    ``emulator.quorum_steps.all_steps_markdown``), written from ``STEP_TABLE``."""
+    return HEADER + STEP_TABLE.markdown()

@@ -1,45 +1,19 @@
 """Protocol variants as named presets of knobs (docs/protocol.md "Knobs").
 
-The rules read only these knobs; no variant name is tested inside them.  ``KNOBS`` is the one
+The rules read only these knobs; no variant name is tested inside them.  ``KNOB_TABLE`` is the one
 table of knobs: their values, meaning and the Kafka version and code each comes from.  It is
 what ``--knob NAME=VALUE`` and a scenario's ``config.knobs`` are validated against, and what the
-knob table of ``docs/protocol.md`` is generated from.
+knob table of ``docs/protocol.md`` is generated from.  ``VARIANT_TABLE`` holds the presets; both
+are tables of ``emulator.variant_table``, the mechanism the metadata quorum's variants share.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
-from ._build import rebuilt
-from .bounds import short_repr
+from .variant_table import Knob, KnobError, KnobTable, Variant, VariantTable  # noqa: F401 (KnobError: read from here too)
 
-
-@dataclass(frozen=True, slots=True)
-class Knob:
-    name: str
-    values: tuple[Any, ...]  # (False, True) for a switch
-    doc: str
-    source: str  # the Kafka version / code (or the TLA+ module) it comes from
-
-    def parse(self, text: Any) -> Any:
-        """A value given as YAML (bool / str) or on the command line (str)."""
-        if self.values == (False, True):
-            if isinstance(text, bool):
-                return text
-            if isinstance(text, str) and text.lower() in ("true", "false"):
-                return text.lower() == "true"
-        elif text in self.values:
-            return text
-        shown = "true, false" if self.values == (False, True) else ", ".join(self.values)
-        raise KnobError(f"knob {self.name}: {short_repr(text)} is not one of {shown}")
-
-
-class KnobError(ValueError):
-    pass
-
-
-KNOBS: dict[str, Knob] = {k.name: k for k in (
+_KNOBS = (
     Knob("trunc_rule", ("hw", "kip101", "kip279"),
          "how a new follower finds its truncation point: its own HW; one OffsetsForLeaderEpoch v0 round with HW "
          "fallback; the iterative epoch / end-offset exchange",
@@ -119,14 +93,15 @@ KNOBS: dict[str, Knob] = {k.name: k for k in (
          "(GetReplicaLogInfo) and elects the highest (epoch, offset); proactive elects the best of any live replica's "
          "answer as soon as no ISR / ELR member is available",
          "KIP-966 unclean recovery (unclean.recovery.strategy); code: 3.7+ PartitionChangeBuilder.canElectLastKnownLeader"),
-)}
+)
+KNOB_TABLE = KnobTable(_KNOBS, "knob", f"the {len(_KNOBS)} knobs: docs/protocol.md §4, replemu run --help")
+KNOBS: dict[str, Knob] = KNOB_TABLE.knobs
 
 
 @dataclass(frozen=True, slots=True)
-class ProtocolVariant:
-    """One replication protocol: a name and the value of every knob of ``KNOBS``."""
+class ProtocolVariant(Variant):
+    """One replication protocol: a name and the value of every knob of ``KNOB_TABLE``."""
 
-    name: str
     trunc_rule: str
     skip_if_same_leader: str
     assign_epoch_on_election: bool
@@ -148,28 +123,9 @@ class ProtocolVariant:
     fetch_fences_stale_broker_epoch: bool = False
     unclean_recovery: str = "manual"
 
-    def __post_init__(self) -> None:
-        for name, knob in KNOBS.items():
-            if getattr(self, name) not in knob.values:
-                raise KnobError(f"knob {name}: {getattr(self, name)!r} is not one of {knob.values}")
+    def knob_table(self) -> KnobTable:
+        return KNOB_TABLE
 
-    def knobs(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in KNOBS}
-
-    def with_knobs(self, overrides: dict[str, Any]) -> "ProtocolVariant":
-        """The variant with some knobs set (values as YAML or command-line text); same name."""
-        values = {}
-        for name, text in overrides.items():
-            if name not in KNOBS:
-                raise KnobError(f"unknown knob {short_repr(name)} (the {len(KNOBS)} knobs: docs/protocol.md §4, replemu run --help)")
-            values[name] = KNOBS[name].parse(text)
-        return replace(self, **values) if values else self
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return rebuilt(self)  # pickled as its fields (compiled, the default would set them through __setattr__)
-
-
-assert {f.name for f in fields(ProtocolVariant)} - {"name"} == set(KNOBS)
 
 HW = ProtocolVariant(
     name="hw",
@@ -226,8 +182,10 @@ KIP966 = replace(
     unclean_recovery="balanced",
 )
 
-VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (HW, KIP101, KIP279, KIP320, KIP903, KIP966)}
-VARIANT_NAMES: tuple[str, ...] = tuple(VARIANTS)
+VARIANT_TABLE: VariantTable[ProtocolVariant] = VariantTable(KNOB_TABLE, (HW, KIP101, KIP279, KIP320, KIP903, KIP966),
+                                                             "protocol variant")
+VARIANTS: dict[str, ProtocolVariant] = VARIANT_TABLE.presets
+VARIANT_NAMES: tuple[str, ...] = VARIANT_TABLE.names
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,46 +214,8 @@ VARIANT_DOCS: dict[str, VariantDoc] = {
 assert tuple(VARIANT_DOCS) == VARIANT_NAMES
 
 
-def variant_named(name: str, knobs: dict[str, Any] | None = None) -> ProtocolVariant:
-    try:
-        variant = VARIANTS[name]
-    except KeyError:
-        raise ValueError(f"unknown protocol variant {name!r} (known: {', '.join(VARIANT_NAMES)})") from None
-    return variant.with_knobs(knobs or {})
-
-
-def knob_overrides(variant: ProtocolVariant) -> dict[str, Any]:
-    """The knobs in which ``variant`` differs from the preset of its name."""
-    preset = VARIANTS[variant.name]
-    return {name: value for name, value in variant.knobs().items() if getattr(preset, name) != value}
-
-
-def parse_knob_assignments(texts: list[str], table: dict[str, Knob] | None = None,
-                           known: str = "") -> dict[str, Any]:
-    """``["fencing=true", ...]`` (``--knob`` arguments) -> validated ``{name: value}`` of ``table``
-    (default: the partition knobs ``KNOBS``; ``known`` says where an unknown name's list is)."""
-    table = KNOBS if table is None else table
-    out: dict[str, Any] = {}
-    for text in texts:
-        name, sep, value = text.partition("=")
-        if not sep:
-            raise KnobError(f"--knob wants NAME=VALUE, got {short_repr(text)}")
-        name = name.strip()
-        if name not in table:
-            raise KnobError(f"unknown knob {short_repr(name)} "
-                            f"({known or f'the {len(KNOBS)} knobs: docs/protocol.md §4, replemu run --help'})")
-        out[name] = table[name].parse(value.strip())
-    return out
-
-
-def knobs_markdown() -> str:
-    """The knob table of docs/protocol.md, written from ``KNOBS`` and the presets."""
-    def show(v: Any) -> str:
-        return str(v).lower() if isinstance(v, bool) else str(v)
-
-    lines = ["| knob | " + " | ".join(f"`{n}`" for n in VARIANT_NAMES) + " | meaning | Kafka version / code |",
-             "|---|" + "---|" * len(VARIANT_NAMES) + "---|---|"]
-    for name, knob in KNOBS.items():
-        cells = " | ".join(show(getattr(VARIANTS[v], name)) for v in VARIANT_NAMES)
-        lines.append(f"| `{name}` | {cells} | {knob.doc} | {knob.source} |")
-    return "\n".join(lines) + "\n"
+# The tables' methods by their former names (other packages still call them; issue 48 removes them).
+variant_named = VARIANT_TABLE.named
+knob_overrides = VARIANT_TABLE.overrides
+parse_knob_assignments = KNOB_TABLE.parse_assignments
+knobs_markdown = VARIANT_TABLE.knobs_markdown

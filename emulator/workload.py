@@ -35,7 +35,7 @@ from .bounds import short_repr
 from .partition import Partition
 from .replica import Role
 from .scenario import Scenario, parse_partition, parse_scenario
-from .steps import parse_step
+from .steps import STEP_TABLE
 from .variants import VARIANTS
 
 RATE_KEYS = ("produce", "fetch", "lost_response", "crash", "power", "restart", "fast_election",
@@ -251,7 +251,7 @@ def _parsed(step: dict, assignment: tuple[int, ...]):
     if parsed is None:
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
-        parsed = _PARSED[key] = parse_step(kind, args, assignment)
+        parsed = _PARSED[key] = STEP_TABLE.parse(kind, args, assignment)
     return parsed
 
 

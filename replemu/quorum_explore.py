@@ -33,9 +33,8 @@ from emulator.quorum_explore import (
     step_document,
 )
 from emulator.quorum_run import parse_quorum_scenario, run_quorum_scenario
-from emulator.quorum_steps import QUORUM_STEP_TABLE
+from emulator.quorum_steps import QUORUM_STEP_TABLE, QuorumStepKind
 from emulator.quorum_variants import quorum_variant_named
-from emulator.steps import QuorumStepKind
 from scenario_io.yaml_files import write_scenario
 
 from .cli_common import EXIT_OK, fail, output_problem

@@ -19,7 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from emulator.bounds import short_repr
 from emulator.config import config_to_dict
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
-from emulator.steps import step_to_dict
+from emulator.steps import STEP_TABLE
 
 MAX_DEPTH = 32  # a scenario file nests ~8 levels (expect.<variant>.at_step.<n>.replicas.<id>.log.<record>)
 MAX_ALIAS_EXPANSION = 10_000  # values an alias may stand for, summed over a document's aliases
@@ -315,7 +315,7 @@ def scenario_document(s: Scenario, description: str, expect: dict | None = None)
         doc["brokers"] = list(s.broker_ids)
     if s.initial_state:
         doc["initial_state"] = s.initial_state
-    doc["steps"] = [step_to_dict(step) for step in s.steps]
+    doc["steps"] = [STEP_TABLE.to_dict(step) for step in s.steps]
     if expect:
         doc["expect"] = expect
     return doc

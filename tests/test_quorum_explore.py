@@ -24,9 +24,8 @@ from emulator.quorum_explore import (
     search_quorum,
     take,
 )
-from emulator.quorum_steps import QUORUM_STEP_TABLE
+from emulator.quorum_steps import QUORUM_STEP_TABLE, QuorumStepKind
 from emulator.quorum_variants import KRAFT853, quorum_variant_named
-from emulator.steps import QuorumStepKind
 from replemu.cli import main
 
 RULE_OFF = "reconfig_requires_leader_epoch_commit=false"
