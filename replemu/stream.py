@@ -143,7 +143,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
                     "own --output and --checkpoint), or use --trigger available-now")
     workload = None
     if args.workload:
-        from .cli import DEFAULT_SEED
+        from .cli_common import DEFAULT_SEED
 
         if args.input or args.partitions is None:
             return fail("replemu: error: --workload needs --partitions, and no --input")
