@@ -76,7 +76,7 @@ if str(ROOT) not in sys.path:
 sys.path.insert(0, str(ROOT / "tests"))
 from processes import job_processes, kill_job  # noqa: E402
 from streaming.operators import DEFAULT_OPERATOR, OPERATOR_NAMES  # noqa: E402
-from streaming.output_layout import same_parquet_content  # noqa: E402
+from streaming.output_layout import batch_dir_name, same_parquet_content  # noqa: E402
 
 KINDS = ("startup", "state", "sink", "commit")
 PHASE = {"state": 0, "sink": 1, "commit": 2}  # order of the micro-batch kinds inside one batch
@@ -198,7 +198,7 @@ class Layout:
         return self.ck / "commits" / str(b)
 
     def output(self, kind: str, b: int) -> Path:
-        return self.out / kind / f"batch_id={b}"
+        return self.out / kind / batch_dir_name(b)
 
     def deltas(self, b: int) -> list[Path]:
         """The state-store files of batch b (version b+1), one per shuffle partition."""
