@@ -1,5 +1,6 @@
-"""The layout stays readable: packages import only downward, the core has no cycles, and the
-one table of step kinds is the one every reader uses.
+"""The layout stays readable: packages import only downward, no package has an import cycle
+(counting the imports a function makes when it runs), and the one table of step kinds is the one
+every reader uses.
 
     replemu  ->  expectations  ->  streaming  ->  emulator
              ->  scenario_io   ------------------>  emulator
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -99,28 +101,108 @@ def test_every_package_imports_only_downward():
     assert not problems, "\n".join(problems)
 
 
-def test_the_core_modules_form_no_cycle():
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Each module of ``sources`` -> the modules of ``sources`` it imports, at module level or inside a function
+    (``runtime_imports`` walks every body; TYPE_CHECKING blocks excluded).  ``sources``: dotted
+    module name -> source (a package's ``__init__`` under the package's name).  ``from p import n``
+    is an arrow to the module ``p.n`` when there is one, else to ``p`` (its ``__init__``); the
+    parent packages a submodule's import loads first are not arrows."""
     graph: dict[str, set[str]] = {}
-    for name, path in modules():
-        if name.split(".")[0] != "emulator":
-            continue
-        graph[name] = {t for t, _, _ in runtime_imports(path.read_text(), name) if t.startswith("emulator.")}
-        graph[name] |= {f"{t}.{n}" for t, names, _ in runtime_imports(path.read_text(), name) if t == "emulator" for n in names
-                        if (ROOT / "emulator" / f"{n}.py").exists()}
-    state: dict[str, int] = {}
+    for module, source in sources.items():
+        arrows = set()
+        for target, names, _ in runtime_imports(source, module):
+            submodules = [f"{target}.{n}" for n in names if f"{target}.{n}" in sources]
+            arrows |= set(submodules)
+            if target in sources and (not names or len(submodules) < len(names)):
+                arrows.add(target)
+        graph[module] = arrows - {module}
+    return graph
 
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest cycle through each group of modules that import each other (a strongly
+    connected component of more than one module), as ``[a, b, ..., a]`` from the group's first
+    module by name; in the order of those first modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
         for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                pytest.fail("import cycle: " + " -> ".join(path[path.index(nxt):] + [nxt]) if nxt in path else nxt)
-            if nxt in graph and state.get(nxt) is None:
-                visit(nxt, path + [nxt])
-        state[node] = 2
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = set()
+            while node not in group:
+                group.add(stack.pop())
+            on_stack.difference_update(group)
+            if len(group) > 1:
+                groups.append(group)
+
+    def shortest_cycle(first: str, group: set[str]) -> list[str]:
+        paths = {first: [first]}
+        queue = deque([first])
+        while queue:  # breadth first within the group, back to the first module
+            node = queue.popleft()
+            for nxt in sorted(graph[node] & group):
+                if nxt == first:
+                    return paths[node] + [first]
+                if nxt not in paths:
+                    paths[nxt] = paths[node] + [nxt]
+                    queue.append(nxt)
+        raise AssertionError(f"{first} is in no cycle of {sorted(group)}")
 
     for node in sorted(graph):
-        if state.get(node) is None:
-            visit(node, [node])
+        if node not in index:
+            connect(node)
+    return [shortest_cycle(min(group), group) for group in sorted(groups, key=min)]
+
+
+# removed when issue 48's explore/stream merges land
+KNOWN_CYCLES = [
+    {"replemu.explore", "replemu.quorum_explore"},
+    {"streaming.processor", "streaming.quorum_stream"},
+]
+
+
+def test_no_package_has_an_import_cycle():
+    """Over every package, counting imports inside functions: an import a function makes when it
+    runs hides a cycle from Python's import machinery, not from a reader."""
+    graph = import_graph({name: path.read_text() for name, path in modules()})
+    cycles = [" -> ".join(c) for c in import_cycles(graph) if set(c) not in KNOWN_CYCLES]
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_cycle_check_catches_a_cycle_made_of_imports_inside_functions():
+    """The sink <-> compaction cycle issue 48 found was of this kind: each module imported the
+    other only inside a function.  An import under TYPE_CHECKING closes no cycle."""
+    sources = {
+        "streaming": "",
+        "streaming.sink": "def compact():\n    from streaming.compaction import maybe_compact\n",
+        "streaming.compaction": "def sort_spec():\n    from . import sink\n    return sink.SORT_KEYS\n",
+        "streaming.schemas": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from streaming.sink import x\n",
+        "streaming.output_layout": "def f():\n    from streaming import schemas\n",
+    }
+    assert import_cycles(import_graph(sources)) == [["streaming.compaction", "streaming.sink", "streaming.compaction"]]
+    sources["streaming.schemas"] = "def g():\n    import streaming.output_layout\n"
+    assert import_cycles(import_graph(sources)) == [
+        ["streaming.compaction", "streaming.sink", "streaming.compaction"],
+        ["streaming.output_layout", "streaming.schemas", "streaming.output_layout"],
+    ]
+    sources["streaming.schemas"] = "def g():\n    from streaming import VERSION\n"  # the package's __init__
+    sources["streaming"] = "from .output_layout import f\n"
+    assert import_cycles(import_graph(sources)) == [
+        ["streaming", "streaming.output_layout", "streaming.schemas", "streaming"],
+        ["streaming.compaction", "streaming.sink", "streaming.compaction"],
+    ]
 
 
 @pytest.mark.parametrize("module, source, complaint", [
