@@ -205,6 +205,61 @@ def test_the_cycle_check_catches_a_cycle_made_of_imports_inside_functions():
     ]
 
 
+def unreferenced_names(defining: dict[str, str], using: dict[str, str]) -> list[str]:
+    """``module: NAME`` for each name a module of ``defining`` (dotted name -> source) binds at its
+    top level that nothing refers to: no name or attribute of that spelling in ``using`` (file ->
+    source, the defining modules among them) outside the statement that binds it, no string equal
+    to it (``getattr``, ``monkeypatch.setattr``), and no ``__all__`` that exports it."""
+    referenced: dict[str, int] = {}
+    trees = {path: ast.parse(source) for path, source in using.items()}
+
+    def references(tree: ast.AST) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for node in ast.walk(tree):
+            name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                    else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+            if name is not None:
+                found[name] = found.get(name, 0) + 1
+        return found
+
+    for tree in trees.values():
+        for name, count in references(tree).items():
+            referenced[name] = referenced.get(name, 0) + count
+    unused = []
+    for module, source in defining.items():
+        for statement in ast.parse(source).body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [statement.name]
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            else:
+                continue
+            own = references(statement)
+            unused += [f"{module}: {n}" for n in names if not n.startswith("__") and referenced.get(n, 0) <= own.get(n, 0)]
+    return unused
+
+
+def test_every_module_level_name_is_referenced():
+    """A constant, function or class a package defines and nothing uses (code, tests, scripts) is
+    dead weight a reader must still understand; the public API is what an ``__all__`` exports."""
+    files = [path for name, path in modules()]
+    files += sorted((ROOT / "tests").glob("*.py")) + sorted((ROOT / "scripts").glob("*.py")) + [ROOT / "setup.py"]
+    unused = unreferenced_names({name: path.read_text() for name, path in modules()},
+                                {str(path): path.read_text() for path in files})
+    assert not unused, "never referenced:\n" + "\n".join(unused)
+
+
+def test_the_reference_check_finds_a_name_used_only_by_itself():
+    defining = {
+        "streaming.output_layout": "import re\nBATCH_DIR = re.compile('x')\ndef batch_dir_name(n):\n    return batch_dir_name(n - 1)\n"
+                                   "def reader():\n    return BATCH_DIR\nLOG_OPS = ('append',)\n__all__ = ['reader']\n",
+        "streaming.sink": "from streaming.output_layout import LOG_OPS\n",
+    }
+    assert unreferenced_names(defining, dict(defining)) == ["streaming.output_layout: batch_dir_name",
+                                                            "streaming.output_layout: LOG_OPS"]
+
+
 @pytest.mark.parametrize("module, source, complaint", [
     ("emulator.partition", "from streaming.job import run_stream\n", "emulator may import only"),
     ("emulator.cli", "from . import x\nimport yaml\n", "standard library only"),
