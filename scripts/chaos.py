@@ -385,10 +385,10 @@ def run_reference(cfg: Config, workdir: Path, out=sys.stdout, spark=None) -> Ref
         from expectations.suites import ExpectationsObserver
         from scenario_io.profiles import load_profiles
         from streaming.job import run_stream
-        from streaming.workload_source import workload_options
+        from streaming.workload_source import WorkloadSpec
 
-        workload = workload_options(load_profiles()[cfg.workload], cfg.workload_seed, cfg.partitions,
-                                    cfg.steps_per_batch, max_steps=cfg.max_steps)
+        workload = WorkloadSpec.of(load_profiles()[cfg.workload], cfg.workload_seed, cfg.partitions,
+                                   cfg.steps_per_batch, max_steps=cfg.max_steps)
         done = threading.Event()
 
         def poll() -> None:
