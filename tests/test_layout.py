@@ -11,6 +11,7 @@ Imports inside ``if TYPE_CHECKING:`` are annotations, not arrows, and are not co
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections import deque
 from pathlib import Path
@@ -29,6 +30,12 @@ ALLOWED: dict[str, set[str]] = {
 PACKAGES = tuple(ALLOWED)
 
 
+@functools.lru_cache(maxsize=None)
+def parsed(source: str) -> ast.Module:
+    """The syntax tree of a source (parsed once for all the checks here; never modified)."""
+    return ast.parse(source)
+
+
 def _type_checking_block(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and (
         (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
@@ -41,7 +48,7 @@ def runtime_imports(source: str, module: str) -> list[tuple[str, list[str], int]
 
     ``module`` is the dotted name of the file (``emulator.leader``), to resolve relative imports.
     """
-    tree = ast.parse(source)
+    tree = parsed(source)
     skip: set[int] = set()
     for node in ast.walk(tree):
         if _type_checking_block(node):
@@ -211,7 +218,7 @@ def unreferenced_names(defining: dict[str, str], using: dict[str, str]) -> list[
     source, the defining modules among them) outside the statement that binds it, no string equal
     to it (``getattr``, ``monkeypatch.setattr``), and no ``__all__`` that exports it."""
     referenced: dict[str, int] = {}
-    trees = {path: ast.parse(source) for path, source in using.items()}
+    trees = {path: parsed(source) for path, source in using.items()}
 
     def references(tree: ast.AST) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -227,7 +234,7 @@ def unreferenced_names(defining: dict[str, str], using: dict[str, str]) -> list[
             referenced[name] = referenced.get(name, 0) + count
     unused = []
     for module, source in defining.items():
-        for statement in ast.parse(source).body:
+        for statement in parsed(source).body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names = [statement.name]
             elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
