@@ -30,7 +30,6 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 CACHE_SEMANTICS = ("v0", "v2")
-END_OFFSET_VERSIONS = ("v0", "v1", "v2")
 
 
 @dataclass(frozen=True, slots=True)

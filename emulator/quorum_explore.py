@@ -107,8 +107,6 @@ DEFAULT_QUORUM_ALPHABET: tuple[QuorumStepKind, ...] = tuple(k for k in QUORUM_ST
 
 # The claim of KIP-996 as a property the search judges (with ``QuorumSpace.returning``).
 STABLE_LEADER = "StableLeaderNotDisrupted"
-STABLE_LEADER_STATEMENT = ("the leader elected at the root keeps its leadership and its epoch while only the returning "
-                           "server's election (fetch) timeout fires: its followers keep fetching from it")
 PROPERTY_NAMES: tuple[str, ...] = QUORUM_INVARIANT_NAMES + (STABLE_LEADER,)
 PROPERTY_ORDER: dict[str, int] = {name: i for i, name in enumerate(PROPERTY_NAMES)}
 MAX_SERVERS = 9  # a server id is one digit of a code

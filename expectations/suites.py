@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from emulator.invariants import INVARIANTS, REGISTRY
 from expectations.spark_frames import INDEX_COLUMNS
+from streaming.output_layout import batch_dir_name
 from streaming.results import violated_in_summary
 from streaming.sink import kind_frames, write_batch_dir
 
@@ -647,7 +648,7 @@ def write_validations(output_dir: Path, batch_id: int, rows: list[dict]) -> None
                         ("docs", pa.string())])
     rows = sorted(rows, key=lambda r: (r["frame"] or "", r["invariant"] or "", r["expectation"]))
     table = pa.Table.from_pylist([{k: r[k] for k in VALIDATION_COLUMNS} for r in rows], schema=schema)
-    write_batch_dir(output_dir / "validations" / f"batch_id={batch_id}", table)
+    write_batch_dir(output_dir / "validations" / batch_dir_name(batch_id), table)
 
 
 def _ms_since(started: float) -> float:

@@ -361,7 +361,7 @@ def _cmd_campaign_quorum(args: argparse.Namespace, protocols: list[str]) -> int:
 def cmd_campaign(args: argparse.Namespace) -> int:
     from emulator.quorum_variants import QUORUM_VARIANT_NAMES
 
-    from .cli import DEFAULT_PROFILE
+    from .cli_common import DEFAULT_PROFILE
 
     if args.profile is None:
         args.profile = QUORUM_PROFILE if args.protocol in QUORUM_VARIANT_NAMES else DEFAULT_PROFILE

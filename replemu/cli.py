@@ -15,10 +15,9 @@ bug: the message says which; ``REPLEMU_DEBUG=1`` shows the traceback).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 import emulator
 from emulator import VARIANT_NAMES
@@ -33,7 +32,16 @@ from streaming.operators import DEFAULT_OPERATOR, OPERATOR_NAMES, STATEFUL_OPERA
 from streaming.session import SessionError
 from streaming.triggers import TRIGGER_HELP
 
-from .cli_common import EXIT_CHECK_FAILED, EXIT_FAILED, EXIT_INVALID, EXIT_OK, fail  # noqa: F401  (every status)
+from .cli_common import (  # noqa: F401  (every status)
+    DEFAULT_PARTITIONS,
+    DEFAULT_PROFILE,
+    DEFAULT_SEED,
+    EXIT_CHECK_FAILED,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    fail,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -324,10 +332,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The defaults of a generated workload, the same in replemu campaign, replemu stream --workload and
-# the API's replemu.campaign (docs/api.md)
-DEFAULT_SEED, DEFAULT_PARTITIONS, DEFAULT_PROFILE = 1, 100, "hard"
-
 # The commands whose arguments are scenario files (argparse's dest of each), and what their help says:
 # a bundled scenario's name goes where a file does (replemu/bundled.py resolves it).
 SCENARIO_ARGUMENTS = {"run": "files", "compile": "files", "shrink": "file"}
@@ -397,16 +401,97 @@ def _size(text: str) -> int:
     return value
 
 
-# Each command's body, ``cmd_<command>(args) -> exit status``, lives with the code it drives: in
-# the module of this package named here, imported only when the command runs.
-COMMANDS = {
-    "run": "replay", "export": "replay", "inspect": "replay", "steps": "replay",
-    "compile": "compile",
-    "stream": "stream", "state": "stream", "results": "stream", "checkpoint": "stream", "compact": "stream",
-    "dashboard": "dashboard", "serve": "serve",
-    "campaign": "campaign", "shrink": "campaign",
-    "explore": "explore",
-    "scenarios": "bundled",
+# Each command's body, ``cmd_<command>(args) -> exit status``, lives with the code it drives: one
+# function here per command imports its module (only when the command runs, so ``replemu --help``
+# loads no Spark, pandas or Great Expectations) and calls it by name, which grep and a type checker follow.
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .replay import cmd_run
+    return cmd_run(args)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .replay import cmd_export
+    return cmd_export(args)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from .replay import cmd_inspect
+    return cmd_inspect(args)
+
+
+def _cmd_steps(args: argparse.Namespace) -> int:
+    from .replay import cmd_steps
+    return cmd_steps(args)
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from .compile import cmd_compile
+    return cmd_compile(args)
+
+
+def _cmd_stream(args: argparse.Namespace) -> int:
+    from .stream import cmd_stream
+    return cmd_stream(args)
+
+
+def _cmd_state(args: argparse.Namespace) -> int:
+    from .stream import cmd_state
+    return cmd_state(args)
+
+
+def _cmd_results(args: argparse.Namespace) -> int:
+    from .stream import cmd_results
+    return cmd_results(args)
+
+
+def _cmd_checkpoint(args: argparse.Namespace) -> int:
+    from .stream import cmd_checkpoint
+    return cmd_checkpoint(args)
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    from .stream import cmd_compact
+    return cmd_compact(args)
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    from .dashboard import cmd_dashboard
+    return cmd_dashboard(args)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import cmd_serve
+    return cmd_serve(args)
+
+
+def _cmd_campaign(args: argparse.Namespace) -> int:
+    from .campaign import cmd_campaign
+    return cmd_campaign(args)
+
+
+def _cmd_shrink(args: argparse.Namespace) -> int:
+    from .campaign import cmd_shrink
+    return cmd_shrink(args)
+
+
+def _cmd_explore(args: argparse.Namespace) -> int:
+    from .explore import cmd_explore
+    return cmd_explore(args)
+
+
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    from .bundled import cmd_scenarios
+    return cmd_scenarios(args)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": _cmd_run, "export": _cmd_export, "inspect": _cmd_inspect, "steps": _cmd_steps,
+    "compile": _cmd_compile,
+    "stream": _cmd_stream, "state": _cmd_state, "results": _cmd_results, "checkpoint": _cmd_checkpoint, "compact": _cmd_compact,
+    "dashboard": _cmd_dashboard, "serve": _cmd_serve,
+    "campaign": _cmd_campaign, "shrink": _cmd_shrink,
+    "explore": _cmd_explore,
+    "scenarios": _cmd_scenarios,
 }
 
 
@@ -422,8 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         return fail(f"replemu: error: {problem}")
     try:
-        module = importlib.import_module(f".{COMMANDS[args.command]}", __package__)
-        return getattr(module, f"cmd_{args.command}")(args)
+        return COMMANDS[args.command](args)
     except (BrokenPipeError, KeyboardInterrupt):
         raise
     except OSError as exc:  # a file the arguments named could not be read or written

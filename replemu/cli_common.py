@@ -12,6 +12,10 @@ import sys
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_INVALID, EXIT_FAILED = 0, 1, 2, 3
 
+# The defaults of a generated workload, the same in replemu campaign, replemu stream --workload and
+# the API's replemu.campaign (docs/api.md)
+DEFAULT_SEED, DEFAULT_PARTITIONS, DEFAULT_PROFILE = 1, 100, "hard"
+
 
 def fail(message: str, status: int = EXIT_INVALID) -> int:
     """Report bad input (or, with ``status`` 3, a failed job) on stderr; the command exits with ``status``."""

@@ -48,7 +48,6 @@ from .cli_common import EXIT_OK, fail, output_problem
 
 MAX_TIMELINES = 50  # partitions whose step timeline and log are embedded in a static page
 STATUSES = ("ok", "violated", "lost data", "error", "not expressible")  # a partition's status, the job view's categories
-ASSETS = ("page.html", "app.js", "style.css")
 
 
 class DashboardError(ValueError):
@@ -381,7 +380,6 @@ def _finding_counts(entries: list[dict]) -> dict[str, int]:
 
 # -- stream outputs ---------------------------------------------------------------------------
 
-OVERVIEW_KINDS = ("summary", "violations", "losses", "errors", "quarantine", "validations")
 DETAIL_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors")
 ALL_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors", "quarantine", "validations")
 PARTITION_CACHE = 32  # partitions whose rows stay cached in a RunReader

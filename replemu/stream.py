@@ -102,7 +102,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
     from streaming.checkpoint import CheckpointError, claim_run, run_identity
     from streaming.session import master_problem, remote_problem, remote_unreachable
     from streaming.triggers import TriggerError, parse_trigger
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
     # Everything is checked before Spark starts: a typo costs no JVM.
     try:
@@ -143,7 +143,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
                     "own --output and --checkpoint), or use --trigger available-now")
     workload = None
     if args.workload:
-        from .cli import DEFAULT_SEED
+        from .cli_common import DEFAULT_SEED
 
         if args.input or args.partitions is None:
             return fail("replemu: error: --workload needs --partitions, and no --input")
@@ -154,7 +154,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
             args.seed = DEFAULT_SEED
         if trigger.drains and args.max_steps is None:  # the profile's longest partition, as a campaign draws it
             args.max_steps = profiles[args.workload].steps[1]
-        workload = workload_options(profiles[args.workload], args.seed, args.partitions, args.steps_per_batch, args.max_steps)
+        workload = WorkloadSpec.of(profiles[args.workload], args.seed, args.partitions, args.steps_per_batch, args.max_steps)
     else:
         for flag in ("partitions", "seed", "max_steps"):
             if getattr(args, flag) is not None:

@@ -105,7 +105,7 @@ def build(source: Path, out: Path, batches: int) -> None:
             if "topic" in t.column_names:
                 i = t.schema.get_field_index("topic")
                 t = t.set_column(i, "topic", pc.binary_join_element_wise(t["topic"], pa.scalar(f"~{rnd}"), ""))
-            d = out / kind / f"batch_id={n}"
+            d = out / kind / layout.batch_dir_name(n)
             d.mkdir(parents=True)
             pq.write_table(t, d / "part-00000.parquet")
         p = dict(progress.get(ids[src], {}), batchId=n)

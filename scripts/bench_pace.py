@@ -200,14 +200,13 @@ def floor_main(args) -> int:
     """A no-op stateful operator over the workload source; one progress line per micro-batch."""
     from scenario_io.profiles import load_profiles
     from streaming.session import build_spark
-    from streaming.workload_source import register, workload_options
+    from streaming.workload_source import WorkloadSpec, register
 
     spark = build_spark(args.master, ui=False)
     register(spark)
-    options = workload_options(load_profiles()["clean"], args.seed, args.partitions, args.steps_per_batch,
+    workload = WorkloadSpec.of(load_profiles()["clean"], args.seed, args.partitions, args.steps_per_batch,
                                max_steps=args.steps_per_batch * args.batches)
-    events = (spark.readStream.format("replemu_workload").options(**{k: str(v) for k, v in options.items() if v is not None})
-              .load())
+    events = spark.readStream.format("replemu_workload").options(**workload.to_options()).load()
     work = Path(args.floor_dir)
     query = None  # set by a stage that starts the job's own query
     if args.floor_of == DEFAULT_OPERATOR:
@@ -268,7 +267,6 @@ def floor_main(args) -> int:
             from expectations.suites import ExpectationsObserver
 
             observer = ExpectationsObserver(family="partition")
-        workload = {k: v for k, v in options.items() if v is not None}
         query, _ = start_stream(spark, "", work / "out", work / "ck", args.protocol, workload=workload, observer=observer)
     else:
         raise SystemExit(f"bench_pace: no floor for operator {args.floor_of!r}")

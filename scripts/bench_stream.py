@@ -45,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -360,20 +361,20 @@ def _workload_stream(spark, work: Path, partitions: int, steps_per_batch: int, b
                      seed: int, state_store: str | None = None, observer=None, operator: str | None = None):
     from scenario_io.profiles import load_profiles
     from streaming.job import run_stream
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
-    options = workload_options(load_profiles()["clean"], seed, partitions, steps_per_batch, max_steps=steps_per_batch * batches)
-    return run_stream(None, work / "out", work / "ckpt", protocol, spark=spark, quiet=True, workload=options,
+    workload = WorkloadSpec.of(load_profiles()["clean"], seed, partitions, steps_per_batch, max_steps=steps_per_batch * batches)
+    return run_stream(None, work / "out", work / "ckpt", protocol, spark=spark, quiet=True, workload=workload,
                       state_store=state_store, observer=observer, operator=operator)
 
 
-def noop_workload_stream(spark, options: dict, checkpoint: Path, operator: str | None = None) -> list[dict]:
-    """A no-op ``operator`` (None: applyInPandasWithState) over the workload source (Spark's floor
-    for that shape)."""
+def noop_workload_stream(spark, spec, checkpoint: Path, operator: str | None = None) -> list[dict]:
+    """A no-op ``operator`` (None: applyInPandasWithState) over the workload source of ``spec`` (a
+    ``WorkloadSpec``; Spark's floor for that shape)."""
     from streaming.workload_source import register
 
     register(spark)
-    events = spark.readStream.format("replemu_workload").options(**{k: str(v) for k, v in options.items() if v is not None}).load()
+    events = spark.readStream.format("replemu_workload").options(**spec.to_options()).load()
     return noop_tws_over(spark, events, checkpoint) if operator == "transformWithState" else noop_over(events, checkpoint)
 
 
@@ -392,7 +393,7 @@ def mode_workload(spark, args, work: Path) -> None:
 
     from scenario_io.profiles import load_profiles
     from streaming.operators import operator_named
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
     operators = [operator_named(o).name for o in args.operators.split(",")]
     p, k, n = args.partitions, args.steps_per_batch, args.flat_batches
@@ -400,9 +401,9 @@ def mode_workload(spark, args, work: Path) -> None:
           f"operators {', '.join(operators)}", flush=True)
     profile = load_profiles()["clean"]
     a = workload_core_alone(profile, args.seed, p, k * 5, args.protocol)
-    options = workload_options(profile, args.seed, p, k, max_steps=k * n)
+    workload = WorkloadSpec.of(profile, args.seed, p, k, max_steps=k * n)
     # Warm the JVM with a short no-op run first, so no measured query pays for it.
-    noop_workload_stream(spark, {**options, "max_steps": k}, work / "ckpt-warm-up")
+    noop_workload_stream(spark, replace(workload, max_steps=k), work / "ckpt-warm-up")
     total = p * k * n
     runs = {}
     for operator in operators:
@@ -411,7 +412,7 @@ def mode_workload(spark, args, work: Path) -> None:
         stats = _workload_stream(spark, sub, p, k, n, args.protocol, args.seed, operator=operator)
         cpu1 = cpu_split()
         db = [s.duration_s for s in stats]
-        progress_c = noop_workload_stream(spark, options, sub / "ckpt-noop", operator)
+        progress_c = noop_workload_stream(spark, workload, sub / "ckpt-noop", operator)
         cpu2 = cpu_split()
         runs[operator] = (sub, db, durations(progress_c), progress_c, (cpu0, cpu1, cpu2))
     print(f"{'':48} {'events/s':>10} {'batch p50 s':>12} {'batch p95 s':>12} {'job/no-op':>10} {'p50 / default':>14}")

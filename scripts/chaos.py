@@ -76,7 +76,7 @@ if str(ROOT) not in sys.path:
 sys.path.insert(0, str(ROOT / "tests"))
 from processes import job_processes, kill_job  # noqa: E402
 from streaming.operators import DEFAULT_OPERATOR, OPERATOR_NAMES  # noqa: E402
-from streaming.output_layout import same_parquet_content  # noqa: E402
+from streaming.output_layout import batch_dir_name, same_parquet_content  # noqa: E402
 
 KINDS = ("startup", "state", "sink", "commit")
 PHASE = {"state": 0, "sink": 1, "commit": 2}  # order of the micro-batch kinds inside one batch
@@ -198,7 +198,7 @@ class Layout:
         return self.ck / "commits" / str(b)
 
     def output(self, kind: str, b: int) -> Path:
-        return self.out / kind / f"batch_id={b}"
+        return self.out / kind / batch_dir_name(b)
 
     def deltas(self, b: int) -> list[Path]:
         """The state-store files of batch b (version b+1), one per shuffle partition."""
@@ -385,10 +385,10 @@ def run_reference(cfg: Config, workdir: Path, out=sys.stdout, spark=None) -> Ref
         from expectations.suites import ExpectationsObserver
         from scenario_io.profiles import load_profiles
         from streaming.job import run_stream
-        from streaming.workload_source import workload_options
+        from streaming.workload_source import WorkloadSpec
 
-        workload = workload_options(load_profiles()[cfg.workload], cfg.workload_seed, cfg.partitions,
-                                    cfg.steps_per_batch, max_steps=cfg.max_steps)
+        workload = WorkloadSpec.of(load_profiles()[cfg.workload], cfg.workload_seed, cfg.partitions,
+                                   cfg.steps_per_batch, max_steps=cfg.max_steps)
         done = threading.Event()
 
         def poll() -> None:

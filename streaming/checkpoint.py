@@ -27,9 +27,12 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .operators import DEFAULT_OPERATOR
+
+if TYPE_CHECKING:
+    from .workload_source import WorkloadSpec
 
 IDENTITY_FILE = "replemu-identity.json"
 LOCK_FILE = "replemu.lock"
@@ -68,7 +71,7 @@ CHANGEABLE_IDENTITY = tuple(f.name for f in IDENTITY_FIELDS if f.changeable)
 _RECORDED_BEFORE = {"operator": DEFAULT_OPERATOR}
 
 
-def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str | Path | None, workload: dict | None,
+def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str | Path | None, workload: WorkloadSpec | None,
                  shuffle_partitions: int | str | None, state_store: str | None, compact_min_records: int | None,
                  gap_timeout_ms: int | None, operator: str | None = None) -> dict[str, Any]:
     """The identity of a run, as recorded (every ``IDENTITY_FIELDS`` name, JSON values;
@@ -80,11 +83,11 @@ def run_identity(*, protocol: str, knobs: dict[str, Any] | None, input_dir: str 
     if workload is not None:
         import hashlib
 
-        spec = workload.get("profile_spec")
+        spec = workload.profile_spec
         shown_workload = {
-            "profile": workload.get("profile"), "seed": workload.get("seed"), "partitions": workload.get("partitions"),
-            "steps_per_batch": workload.get("steps_per_batch"), "generator": workload.get("generator"),
-            "profile_digest": "sha256:" + hashlib.sha256(str(spec).encode("utf-8")).hexdigest()[:16] if spec else None,
+            "profile": workload.profile, "seed": workload.seed, "partitions": workload.partitions,
+            "steps_per_batch": workload.steps_per_batch, "generator": workload.generator,
+            "profile_digest": "sha256:" + hashlib.sha256(spec.encode("utf-8")).hexdigest()[:16] if spec else None,
         }
     return {
         "protocol": protocol,

@@ -79,11 +79,9 @@ def _sort_spec(kind: str) -> tuple[tuple[str, ...], bool]:
     """``(columns, nulls_first)`` a range's rows are sorted by after batch_id: the sink's
     ``SORT_KEYS`` (pyarrow's nulls last, as the sink sorts); the expectation results by
     ``expectations.suites.write_validations``' keys (a missing frame sorts first there)."""
-    from streaming.sink import SORT_KEYS
-
     if kind == "validations":
         return ("frame", "invariant", "expectation"), True
-    return tuple(SORT_KEYS), False
+    return tuple(layout.SORT_KEYS), False
 
 
 @dataclass(frozen=True)

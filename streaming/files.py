@@ -28,10 +28,10 @@ from typing import Any, Iterable, Iterator
 from emulator.bounds import INT32_MAX, INT64_MAX
 from emulator.steps import is_text
 
-from .schemas import EVENT_FIELDS
+from .schemas import CORRUPT_COLUMN, EVENT_COLUMNS, EVENT_FIELDS, REASON_COLUMN
 
 RAW_LIMIT = 1000  # characters of an unreadable line or file kept in its quarantine row
-DECODED_COLUMNS = tuple(f.name for f in EVENT_FIELDS) + ("_corrupt_record", "_reason")
+DECODED_COLUMNS = EVENT_COLUMNS + (CORRUPT_COLUMN, REASON_COLUMN)  # DECODED_SCHEMA's, in its order
 _RANGES = {"int": (0, INT32_MAX), "long": (0, INT64_MAX)}
 
 

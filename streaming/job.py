@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .checkpoint import RUN_FILE
 from .pipeline import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER_CONF, payloads, replicate
@@ -23,6 +23,9 @@ from .progress import input_rows, print_progress, progress_listener, state_bytes
 from .session import build_spark, is_connect
 from .sink import BatchObserver, BatchStats, ParquetSink, landed_stats
 from .triggers import Trigger, parse_trigger
+
+if TYPE_CHECKING:
+    from .workload_source import WorkloadSpec
 
 STATE_STORES = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -36,7 +39,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
                  trigger: Trigger | str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, observer: BatchObserver | None = None,
-                 workload: dict | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None,
+                 workload: WorkloadSpec | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None,
                  shuffle_partitions: int | None = None, store=None, rows: bool = False, retention: dict | None = None,
                  operator: str | None = None):
     """Start the query; returns ``(query, sink)``.  ``store``: the output's (``streaming.storage``),
@@ -52,9 +55,8 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     runs on RocksDB (the default store then) with changelog checkpointing, and refuses another
     ``state_store`` with ``ValueError``.
 
-    ``workload`` (instead of ``input_dir``): ``{"seed", "profile", "profile_spec", "partitions",
-    "steps_per_batch", "max_steps"}`` with the profile as data (``profile_spec``, JSON), so
-    executors need no files.
+    ``workload`` (instead of ``input_dir``): a ``streaming.workload_source.WorkloadSpec``, the
+    profile in it as data (``profile_spec``, JSON), so executors need no files.
     """
     trigger = parse_trigger(trigger) if isinstance(trigger, str) else trigger
     from pyspark.sql.functions import lit
@@ -77,7 +79,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
 
         register(spark)
         fmt = "workload"
-        events = (reader.format("replemu_workload").options(**{k: str(v) for k, v in workload.items() if v is not None})
+        events = (reader.format("replemu_workload").options(**workload.to_options())
                   .load().withColumn(CORRUPT_COLUMN, no_corrupt).withColumn(REASON_COLUMN, no_corrupt))
     else:
         # Whole files, decoded in Python (streaming.files): JSON lines and Parquet side by side,
@@ -95,7 +97,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
     if shuffle_partitions is not None:
         query_conf[SHUFFLE_PARTITIONS_CONF] = str(int(shuffle_partitions))
     store.write_bytes(RUN_FILE, (json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir), "format": fmt,
-                                               "workload": workload, "state_store": state_store or "hdfs",
+                                               "workload": None if workload is None else workload.document(), "state_store": state_store or "hdfs",
                                                "operator": stateful.name}) + "\n").encode("utf-8"))
     previous = {key: spark.conf.get(key, None) for key in query_conf}
     try:

@@ -42,6 +42,9 @@ BATCH_DIR = re.compile(r"batch_id=(\d{1,18})")
 RANGE_DIR = re.compile(r"batch_range=(\d{1,18})-(\d{1,18})")
 MANIFEST = "_batches.json"  # in a range: the batch ids it holds, with their row counts
 RETENTION_FILE = "retention.json"  # OUTPUT/retention.json: which kinds drop old batches, and up to where
+# The order of a kind's rows in its files (the columns a kind has, in this order): unique per row within
+# each kind; the sink sorts a batch's rows by them, a compaction a range's rows by batch_id then them.
+SORT_KEYS = ("topic", "partition", "seq", "idx", "replica")
 
 
 class LayoutError(ValueError):

@@ -1,8 +1,9 @@
 """Every schema of the job, in one place: events in, the multiplexed output rows, the state.
 
 The event table (``EVENT_FIELDS``) is the one description of an input row: the Spark schema,
-the Arrow schema of Parquet event files, the DDL string of the workload source and the docs
-are all derived from it.  The step kinds in its ``type`` column are ``emulator.steps.STEP_TABLE``.
+the Arrow schema of Parquet event files and the DDL string of the workload source are all
+derived from it (docs/streaming.md, "Events", describes it in words).  The step kinds in its
+``type`` column are ``emulator.steps.STEP_TABLE``.
 
 The state schema is flat: typed scalars (readable with ``spark.read.format("statestore")``
 under ``value.*``) and binary fields whose layout ``streaming.state_codec`` documents.  No
@@ -67,11 +68,6 @@ def event_arrow_schema():
     return pa.schema([(f.name, types[f.type]) for f in EVENT_FIELDS])
 
 
-def events_markdown() -> str:
-    lines = ["| column | type | meaning |", "|---|---|---|"]
-    lines += [f"| `{f.name}` | {f.type} | {f.doc} |" for f in EVENT_FIELDS]
-    return "\n".join(lines) + "\n"
-
 # An input row that cannot be read keeps its text here, and why in REASON_COLUMN (streaming.files).
 CORRUPT_COLUMN = "_corrupt_record"
 REASON_COLUMN = "_reason"
@@ -114,7 +110,6 @@ STATE_SCHEMA = StructType([
 ])
 
 OUTPUT_KINDS = ("timeline", "log", "summary", "violations", "losses", "errors", "quarantine")
-LOG_OPS = ("append", "truncate", "epoch")  # a record appended; the log cut to ``offset``; a cold epoch-cache entry
 
 # One output row type for all kinds; each sink keeps the columns of its kind.
 OUTPUT_SCHEMA = StructType([

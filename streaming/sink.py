@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from streaming.checkpoint import RUN_FILE
+from streaming.output_layout import SORT_KEYS, batch_dir_name
 from streaming.storage import StoreError
 
 VANISHED = "the output directory vanished while the stream ran"  # streaming.failures knows it by these words
@@ -144,7 +145,7 @@ class ParquetSink:
         self.check_output(f"before micro-batch {batch_id}")
         try:
             written = [kind for kind in OUTPUT_KINDS if counts[kind]]
-            staging = {kind: f"{kind}/.batch_id={batch_id}.tmp" for kind in written}
+            staging = {kind: f"{kind}/.{batch_dir_name(batch_id)}.tmp" for kind in written}
             actions = [lambda kind=kind: kinds[kind].write.mode("overwrite").option(SUCCESS_MARKER, "false")
                        .parquet(self.store.uri(staging[kind])) for kind in written]
             observed = {k: kinds[k] for k in OUTPUT_KINDS if counts[k]}
@@ -154,7 +155,7 @@ class ParquetSink:
                 actions.append(lambda: record.append(begin(observed, batch_id, self.observer_dir, counts)))
             run_concurrently(actions, kinds[written[0]].sparkSession if written else None)
             for kind in OUTPUT_KINDS:
-                target = f"{kind}/batch_id={batch_id}"
+                target = f"{kind}/{batch_dir_name(batch_id)}"
                 if kind in staging:
                     commit_written(self.store, staging[kind], target)
                 else:
@@ -188,7 +189,7 @@ class ParquetSink:
         for kind in OUTPUT_KINDS:
             table = tables.get(kind)
             counts[kind] = 0 if table is None else table.num_rows
-            target = f"{kind}/batch_id={batch_id}"
+            target = f"{kind}/{batch_dir_name(batch_id)}"
             if not counts[kind]:
                 self.store.remove(target)
                 continue
@@ -320,9 +321,6 @@ def landed_stats(store, batch_id: int) -> BatchStats:
 
     rows = landed_counts(store, batch_id)
     return BatchStats(batch_id, rows, rows["summary"], rows["violations"], rows["quarantine"])
-
-
-SORT_KEYS = ("topic", "partition", "seq", "idx", "replica")  # unique per row within each kind
 
 
 def sorted_kind_table(kind: str, table):

@@ -42,9 +42,9 @@ def all_bytes(root: Path) -> dict[str, bytes]:
 
 def workload():
     from scenario_io.profiles import load_profiles
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
-    return workload_options(load_profiles()["clean"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=MAX_STEPS)
+    return WorkloadSpec.of(load_profiles()["clean"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=MAX_STEPS)
 
 
 # A "store" of these tests: a state store, or "tws": --operator transformWithState (RocksDB, with

@@ -63,6 +63,27 @@ def test_explore_shows_depth_as_required_and_still_runs_a_quorum_search_without_
     assert COMMANDS["explore"].parse_args(["--protocol", "kraft853"]).depth is None  # a quorum search's default
 
 
+def test_every_command_runs_its_own_body(monkeypatch):
+    """The CLI's table holds one function per command, each calling its module's ``cmd_<command>``:
+    none is missing, none left over, and none calls a neighbour's body (``state`` running ``stream``)."""
+    import importlib
+
+    from replemu import cli
+
+    top = {words for words in COMMANDS if " " not in words}
+    assert set(cli.COMMANDS) == top
+    called = []
+    homes = {"run": "replay", "export": "replay", "inspect": "replay", "steps": "replay", "compile": "compile",
+             "stream": "stream", "state": "stream", "results": "stream", "checkpoint": "stream", "compact": "stream",
+             "dashboard": "dashboard", "serve": "serve", "campaign": "campaign", "shrink": "campaign",
+             "explore": "explore", "scenarios": "bundled"}
+    for name in sorted(top):
+        module = importlib.import_module(f"replemu.{homes[name]}")
+        monkeypatch.setattr(module, f"cmd_{name}", lambda args, name=name: called.append((name, args)) or 7)
+        marker = argparse.Namespace(command=name)
+        assert cli.COMMANDS[name](marker) == 7 and called[-1] == (name, marker), name
+
+
 def test_the_campaign_defaults_are_the_documented_ones():
     """docs/api.md's replemu.campaign(seed=1, profile="hard", partitions=100): the command's too."""
     from replemu import api

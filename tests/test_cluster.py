@@ -52,10 +52,10 @@ def local_output(spark, tmp_path_factory) -> Path:
     from expectations.suites import ExpectationsObserver
     from scenario_io.profiles import load_profiles
     from streaming.job import run_stream
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
     root = tmp_path_factory.mktemp("local")
-    workload = workload_options(load_profiles()["hard"], 5, 8, steps_per_batch=10, max_steps=30)
+    workload = WorkloadSpec.of(load_profiles()["hard"], 5, 8, steps_per_batch=10, max_steps=30)
     stats = run_stream(None, root / "out", root / "ck", "kip320", spark=spark, quiet=True, workload=workload,
                        observer=ExpectationsObserver(), shuffle_partitions=2)
     assert len(stats) == 3 and sum(s.violations for s in stats) > 0  # violations and errors are compared too

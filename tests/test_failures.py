@@ -108,7 +108,7 @@ def test_a_full_disk_is_one_cause_and_after_more_space_the_same_command_finishes
     64 MB, the same command finishes with the results of a run that never failed."""
     from scenario_io.profiles import load_profiles
     from streaming.results import read_results
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
     disk = tmp_path / "small"
     disk.mkdir()
@@ -128,7 +128,7 @@ def test_a_full_disk_is_one_cause_and_after_more_space_the_same_command_finishes
         finished = _stream(disk / "out", disk / "ck")
         assert finished.returncode == 0, finished.stderr[-2000:]
         run_stream(None, tmp_path / "straight-out", tmp_path / "straight-ck", "kip320", spark=spark, quiet=True,
-                   workload=workload_options(load_profiles()["clean"], **WORKLOAD))
+                   workload=WorkloadSpec.of(load_profiles()["clean"], **WORKLOAD))
         assert read_results(disk / "out") == read_results(tmp_path / "straight-out")
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
@@ -153,10 +153,10 @@ def test_the_output_directory_removed_mid_run_stops_the_stream_before_the_batch_
     micro-batches only and end in exit 0 (every earlier one silently lost); the sink stops the
     query before the batch commits, and the lines say what went and the two ways out."""
     from scenario_io.profiles import load_profiles
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
     out, ck = tmp_path / "out", tmp_path / "ck"
-    workload = workload_options(load_profiles()["clean"], 1, 6, steps_per_batch=5, max_steps=20)  # 4 micro-batches
+    workload = WorkloadSpec.of(load_profiles()["clean"], 1, 6, steps_per_batch=5, max_steps=20)  # 4 micro-batches
     with pytest.raises(Exception) as caught:
         run_stream(None, out, ck, "kip320", spark=spark, quiet=True, workload=workload, observer=_RemovesTheOutput(1))
     assert (ck / "commits" / "0").exists() and not (ck / "commits" / "1").exists()  # batch 1 is not taken as done

@@ -76,9 +76,9 @@ def test_ctrl_c_stops_after_the_running_batch_and_the_same_command_continues(spa
     assert done == list(range(len(done))) and len(done) > len(first)
 
     from scenario_io.profiles import load_profiles
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
-    straight = workload_options(load_profiles()["clean"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * len(done))
+    straight = WorkloadSpec.of(load_profiles()["clean"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * len(done))
     run_stream(None, tmp_path / "straight", tmp_path / "straight-ck", "kip320", spark=spark, quiet=True, workload=straight)
     assert read_results(tmp_path / "out") == read_results(tmp_path / "straight")
 

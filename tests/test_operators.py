@@ -87,13 +87,13 @@ def test_transform_with_state_runs_the_workload_source_across_a_restart(spark, t
     """The workload source (ticks; each partition's generator kept in its state): stopped after one
     micro-batch and restarted, every partition ends as the core's replay of the same steps."""
     from scenario_io.profiles import load_profiles
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
     from test_stream import assert_partitions_end_as_the_core
 
     clean = load_profiles()["clean"]
     for max_steps, batches in ((10, [0]), (20, [1])):
         stats = run_stream(None, tmp_path / "out", tmp_path / "ck", "kip101", spark=spark, quiet=True, operator=TWS,
-                           workload=workload_options(clean, 5, 3, 10, max_steps=max_steps))
+                           workload=WorkloadSpec.of(clean, 5, 3, 10, max_steps=max_steps))
         assert [s.batch_id for s in stats] == batches
     assert_partitions_end_as_the_core(tmp_path / "out", seed=5, partitions=3, steps=20, protocol="kip101")
 
@@ -111,9 +111,9 @@ def _claimed(root: Path, operator: str) -> None:
     from scenario_io.profiles import load_profiles
     from streaming.checkpoint import claim_run, run_identity
     from streaming.operators import state_store_for
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
-    w = workload_options(load_profiles()["clean"], 1, 2, 20, 40)
+    w = WorkloadSpec.of(load_profiles()["clean"], 1, 2, 20, 40)
     identity = run_identity(protocol="kip320", knobs=None, input_dir=None, workload=w, shuffle_partitions=2,
                             state_store=state_store_for(operator, None), compact_min_records=None, gap_timeout_ms=60000,
                             operator=operator)

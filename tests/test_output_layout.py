@@ -23,7 +23,7 @@ from streaming.checkpoint import CheckpointError, claim_run
 from streaming.compaction import ALL_KINDS, CompactionPolicy, maybe_compact, merge, plan
 from streaming.job import run_stream
 from streaming.storage import LocalStore
-from streaming.workload_source import workload_options
+from streaming.workload_source import WorkloadSpec
 
 SEED, PARTITIONS, STEPS_PER_BATCH, BATCHES = 1, 6, 4, 8
 # Small blocks so that 8 micro-batches make levels: 2-batch ranges, 4-batch ranges, 8 ...
@@ -34,7 +34,7 @@ SMALL = dict(keep_recent=2, batches_per_range=2, fan_in=2)
 def original(spark, tmp_path_factory) -> Path:
     """A real workload stream in the sink's layout: 6 partitions, 8 micro-batches, GX results."""
     root = tmp_path_factory.mktemp("layout")
-    workload = workload_options(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * BATCHES)
+    workload = WorkloadSpec.of(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * BATCHES)
     run_stream(None, root / "out", root / "ck", "hw", spark=spark, quiet=True, workload=workload,
                observer=ExpectationsObserver())
     return root / "out"

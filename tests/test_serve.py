@@ -30,7 +30,7 @@ from replemu.serve import create_app
 from scenario_io.profiles import load_profiles
 from streaming.job import run_stream
 from streaming.results import final_findings, read_output, read_results
-from streaming.workload_source import workload_options
+from streaming.workload_source import WorkloadSpec
 
 # hard profile, seed 2 (workload generator 2): in 90 steps every partition truncates a log, four break
 # invariants and one of them loses records a fault the model permits may lose (its loss allowed):
@@ -47,7 +47,7 @@ LOCAL = {"Host": "127.0.0.1"}
 def output(spark, tmp_path_factory) -> Path:
     """A real workload stream: 10 partitions, 3 micro-batches, validated by the GX suites."""
     root = tmp_path_factory.mktemp("serve")
-    workload = workload_options(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * BATCHES)
+    workload = WorkloadSpec.of(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=STEPS_PER_BATCH * BATCHES)
     run_stream(None, root / "out", root / "ck", PROTOCOL, spark=spark, quiet=True, workload=workload,
                observer=ExpectationsObserver())
     return root / "out"

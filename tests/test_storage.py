@@ -66,12 +66,12 @@ def test_a_stream_on_hadoop_uris_continued_on_a_local_cluster_writes_the_bytes_o
     from expectations.suites import ExpectationsObserver
     from scenario_io.profiles import load_profiles
     from streaming.checkpoint import claim_run, run_identity
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
     out, ck = tmp_path / "uri-out", tmp_path / "uri-ck"
     # micro-batches 0 and 1 on this process's local[2] session, claimed and recorded as `replemu stream`
     # does (the identity of its arguments; the lease a file through Hadoop): one JVM start fewer
-    first = workload_options(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=20)
+    first = WorkloadSpec.of(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=20)
     identity = run_identity(protocol="hw", knobs={}, input_dir=None, workload=first, shuffle_partitions=2, state_store=None,
                             compact_min_records=None, gap_timeout_ms=60000)
     with claim_run(f"file://{ck}", f"file://{out}", identity, spark=spark):
@@ -91,7 +91,7 @@ def test_a_stream_on_hadoop_uris_continued_on_a_local_cluster_writes_the_bytes_o
         f"executor JVMs {sorted(watch.executors)}, their Python workers {watch.workers_of}"
     assert watch.ui in ({"::ffff:127.0.0.1"}, {"127.0.0.1"}), watch.ui  # a local master's UI: this machine only
 
-    straight = workload_options(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=30)
+    straight = WorkloadSpec.of(load_profiles()["hard"], SEED, PARTITIONS, STEPS_PER_BATCH, max_steps=30)
     run_stream(None, tmp_path / "plain-out", tmp_path / "plain-ck", "hw", spark=spark, quiet=True, workload=straight,
                observer=ExpectationsObserver())
     got, want = parquet_files(out), parquet_files(tmp_path / "plain-out")

@@ -167,15 +167,15 @@ def test_workload_stream_is_deterministic_across_restarts_and_matches_the_core(s
     """A generated stream (no input files), stopped after 2 batches and restarted, gives the bytes
     of an uninterrupted run, and every partition ends as the core replay of the same steps."""
     from scenario_io.profiles import load_profiles
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
     clean = load_profiles()["clean"]
     run_stream(None, tmp_path / "straight", tmp_path / "ck1", "kip101", spark=spark, quiet=True,
-               workload=workload_options(clean, 5, 6, 10, max_steps=40))
+               workload=WorkloadSpec.of(clean, 5, 6, 10, max_steps=40))
     run_stream(None, tmp_path / "restarted", tmp_path / "ck2", "kip101", spark=spark, quiet=True,
-               workload=workload_options(clean, 5, 6, 10, max_steps=20))
+               workload=WorkloadSpec.of(clean, 5, 6, 10, max_steps=20))
     second = run_stream(None, tmp_path / "restarted", tmp_path / "ck2", "kip101", spark=spark, quiet=True,
-                        workload=workload_options(clean, 5, 6, 10, max_steps=40))
+                        workload=WorkloadSpec.of(clean, 5, 6, 10, max_steps=40))
     assert [s.batch_id for s in second] == [2, 3]
     assert tree_bytes(tmp_path / "straight") == tree_bytes(tmp_path / "restarted")
     assert_partitions_end_as_the_core(tmp_path / "straight", seed=5, partitions=6, steps=40, protocol="kip101")

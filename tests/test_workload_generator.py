@@ -6,6 +6,7 @@ and resumed."""
 import hashlib
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -125,17 +126,17 @@ def test_a_workload_stream_names_its_generator_in_its_identity():
     version is part of the run's identity (and of run.json, which records the workload options)."""
     from emulator.workload import GENERATOR_VERSION
     from streaming.checkpoint import identity_differences, run_identity
-    from streaming.workload_source import workload_options
+    from streaming.workload_source import WorkloadSpec
 
-    options = workload_options(PROFILES["clean"], 1, 10, 20, 40)
-    assert options["generator"] == GENERATOR_VERSION
+    options = WorkloadSpec.of(PROFILES["clean"], 1, 10, 20, 40)
+    assert options.generator == GENERATOR_VERSION
 
     def identity(workload):
         return run_identity(protocol="kip320", knobs=None, input_dir=None, workload=workload, shuffle_partitions=2,
                             state_store=None, compact_min_records=None, gap_timeout_ms=None)
 
     assert identity(options)["workload"]["generator"] == GENERATOR_VERSION
-    assert identity_differences(identity({**options, "generator": 1}), identity(options)) == ["workload"]
+    assert identity_differences(identity(replace(options, generator=1)), identity(options)) == ["workload"]
 
 
 def test_the_opt_in_reassignment_profile_moves_replicas_and_resumes_from_bytes():

@@ -14,7 +14,7 @@ from scenario_io.profiles import load_profiles
 from streaming.processor import process_batch
 from streaming.schemas import HEADER_TYPE, OUTPUT_KINDS, TICK_TYPE
 from streaming.state_codec import describe_generator
-from streaming.workload_source import batch_range, tick_rows, workload_options
+from streaming.workload_source import WorkloadSpec, batch_range, tick_rows
 
 SEED, PARTITIONS, STEPS_PER_BATCH, MAX_STEPS = 3, 5, 6, 20  # 4 micro-batches: 6, 6, 6 and 2 steps
 PROFILE = load_profiles()["hard"]
@@ -37,9 +37,7 @@ def generated_rows(k: int, b: int) -> list[dict]:
 
 
 def ticks(k: int, b: int) -> list[dict]:
-    task = {**workload_options(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, MAX_STEPS), "spec": None,
-            "b0": b, "b1": b + 1, "k0": k, "k1": k + 1}
-    task["spec"] = task.pop("profile_spec")
+    task = WorkloadSpec.of(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, MAX_STEPS).read_task(b, b + 1, k, k + 1)
     return [dict(zip(("topic", "partition", "seq", "type", "args"), row)) for row in tick_rows(task)]
 
 
@@ -61,6 +59,22 @@ def test_ticks_give_the_rows_of_the_generated_events_batch_by_batch():
             assert from_events["generator"] is None
             shown = describe_generator(from_ticks["generator"])
             assert shown["next_seq"] == from_ticks["next_seq"] and shown["partition"] == k
+
+
+def test_the_workload_spec_goes_to_spark_as_text_options_and_comes_back_the_same():
+    """The driver's typed spec becomes Spark's text options, and the source's reader reads the same
+    spec back (with and without ``max_steps``); the profile travels as JSON that rebuilds it."""
+    from emulator.workload import profile_from_mapping
+    from streaming.workload_source import WorkloadStreamReader
+
+    for max_steps, last_batch in ((MAX_STEPS, 4), (None, None)):
+        spec = WorkloadSpec.of(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, max_steps)
+        options = spec.to_options()
+        assert all(isinstance(v, str) for v in options.values()) and ("max_steps" in options) == (max_steps is not None)
+        reader = WorkloadStreamReader(options)
+        assert reader.spec == WorkloadSpec.from_options(options) == spec and reader._last_batch() == last_batch
+    assert profile_from_mapping(spec.profile, json.loads(spec.profile_spec)) == PROFILE
+    assert list(spec.document()) == ["seed", "profile", "partitions", "steps_per_batch", "max_steps", "profile_spec", "generator"]
 
 
 def test_a_tick_that_cannot_be_followed_goes_to_quarantine_with_its_reason():
@@ -115,7 +129,7 @@ def test_a_workload_stream_writes_the_rows_of_its_steps_as_event_files_and_resum
     files = run_stream(_event_files(tmp_path / "events"), tmp_path / "files", tmp_path / "ck-files", "hw",
                        max_files_per_trigger=1, **kw)
     straight = run_stream(None, tmp_path / "ticks", tmp_path / "ck-ticks", "hw",
-                          workload=workload_options(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, MAX_STEPS), **kw)
+                          workload=WorkloadSpec.of(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, MAX_STEPS), **kw)
     assert [s.batch_id for s in files] == [s.batch_id for s in straight] == [0, 1, 2, 3]
     expected = _output_rows(tmp_path / "files")
     assert expected["timeline"] and expected["summary"]
@@ -123,12 +137,12 @@ def test_a_workload_stream_writes_the_rows_of_its_steps_as_event_files_and_resum
 
     # stopped after two batches, restarted: the generator resumes from the checkpoint
     run_stream(None, tmp_path / "restarted", tmp_path / "ck-restarted", "hw",
-               workload=workload_options(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, 2 * STEPS_PER_BATCH), **kw)
+               workload=WorkloadSpec.of(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, 2 * STEPS_PER_BATCH), **kw)
     middle = {s["partition"]: s["generator"] for s in read_partition_states(spark, tmp_path / "ck-restarted")}
     assert sorted(middle) == list(range(PARTITIONS))
     assert all(g["next_seq"] == 2 * STEPS_PER_BATCH + 1 for g in middle.values())
     second = run_stream(None, tmp_path / "restarted", tmp_path / "ck-restarted", "hw",
-                        workload=workload_options(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, MAX_STEPS), **kw)
+                        workload=WorkloadSpec.of(PROFILE, SEED, PARTITIONS, STEPS_PER_BATCH, MAX_STEPS), **kw)
     assert [s.batch_id for s in second] == [2, 3]
     assert _output_rows(tmp_path / "restarted") == expected
     final = read_partition_states(spark, tmp_path / "ck-restarted")
