@@ -12,7 +12,7 @@ import yaml
 from conftest import ROOT, replemu
 from emulator.quorum_run import parse_quorum_scenario, quorum_scenario_document
 from emulator.quorum_steps import parse_quorum_step, quorum_step_to_dict
-from replemu.campaign import quorum_breaks, shrink_quorum
+from replemu.campaign import breaks, shrink
 from scenario_io.yaml_files import load_any_scenario
 
 THESIS = ROOT / "conf" / "scenarios" / "quorum" / "thesis-membership-change.yaml"
@@ -46,13 +46,13 @@ def test_shrinking_the_thesis_bug_keeps_it_and_replays_with_check(tmp_path):
     small = load_any_scenario(outs[0])
     for i in range(len(small.steps)):
         candidate = replace(small, steps=small.steps[:i] + small.steps[i + 1:])
-        assert not quorum_breaks(candidate, "kraft853", "LeaderCompleteness"), i
+        assert not breaks(candidate, "kraft853", "LeaderCompleteness"), i
 
 
 def test_shrink_refuses_a_quorum_scenario_that_does_not_break_the_invariant():
     s = load_any_scenario(THESIS)
     with pytest.raises(ValueError, match="does not break LeaderCompleteness under kraft853"):
-        shrink_quorum(s, "kraft853", "LeaderCompleteness")
+        shrink(s, "kraft853", "LeaderCompleteness")
 
 
 @pytest.mark.parametrize("args, words", [
@@ -85,7 +85,7 @@ import json  # noqa: E402
 from emulator.quorum_run import run_quorum_scenario  # noqa: E402
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES  # noqa: E402
 from emulator.quorum_workload import generate_quorum_scenario  # noqa: E402
-from replemu.campaign import run_quorum_campaign  # noqa: E402
+from replemu.campaign import run_campaign  # noqa: E402
 from scenario_io.yaml_files import write_scenario  # noqa: E402
 
 OFF = {"reconfig_requires_leader_epoch_commit": False}
@@ -103,8 +103,8 @@ def test_generated_quorum_scenarios_are_seeded_and_every_step_is_one_the_protoco
 
 
 def test_a_quorum_campaign_report_is_deterministic_and_shaped_like_the_partition_one(tmp_path):
-    a = run_quorum_campaign(1, 30, ["kraft853", "kraft996"], tmp_path / "a", knobs=OFF, progress=False)
-    b = run_quorum_campaign(1, 30, ["kraft853", "kraft996"], tmp_path / "b", knobs=OFF, progress=False)
+    a = run_campaign(1, "quorum", 30, ["kraft853", "kraft996"], tmp_path / "a", knobs=OFF, progress=False)
+    b = run_campaign(1, "quorum", 30, ["kraft853", "kraft996"], tmp_path / "b", knobs=OFF, progress=False)
     strip = lambda r: json.loads(json.dumps(r).replace(str(tmp_path / "a"), "").replace(str(tmp_path / "b"), ""))  # noqa: E731
     assert strip(a) == strip(b)
     assert set(a) == {"seed", "profile", "protocols", "knobs"} and a["profile"] == "quorum" and a["knobs"] == OFF
