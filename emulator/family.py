@@ -166,7 +166,8 @@ class Family:
 
     def check_results(self, results: list[Any], source: str) -> list[dict[str, Any]]:
         """The results of a ``replemu run --json`` document of this family, each checked for what a
-        reader relies on (``ValueError`` naming ``source`` and the result)."""
+        reader relies on (``ResultFormatError`` naming ``source`` and the result); a "not expressible"
+        answer has no state to check."""
         raise NotImplementedError
 
     def view_entry(self, result: dict[str, Any]) -> dict[str, Any]:
