@@ -179,9 +179,10 @@ class Family:
         """The lines a campaign prints before it runs: every parameter it draws from."""
         raise NotImplementedError
 
-    def generate_case(self, seed: int, k: int, profile: Any, protocol: str, knobs: dict[str, Any] | None) -> dict[str, Any]:
+    def generate_case(self, seed: int, k: int, profile: Any, protocol: str | None,
+                      knobs: dict[str, Any] | None) -> dict[str, Any]:
         """Case ``k`` of campaign ``seed`` drawn from ``profile`` (under ``protocol`` when
-        ``cases_per_protocol``), with ``knobs``: a scenario document."""
+        ``cases_per_protocol``, else None), with ``knobs``: a scenario document."""
         raise NotImplementedError
 
     # -- search (explore) --------------------------------------------------------------------------

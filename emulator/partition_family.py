@@ -166,7 +166,8 @@ class PartitionFamily(Family):
             f"  rates {rates}",
         ]
 
-    def generate_case(self, seed: int, k: int, profile: Any, protocol: str, knobs: dict[str, Any] | None) -> dict[str, Any]:
+    def generate_case(self, seed: int, k: int, profile: Any, protocol: str | None,
+                      knobs: dict[str, Any] | None) -> dict[str, Any]:
         """``emulator.workload``'s partition ``k`` (whatever the preset); ``knobs`` go into its
         ``config.knobs``, so a file written from it replays with them."""
         doc = generate_partition(seed, k, profile)

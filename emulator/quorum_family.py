@@ -143,8 +143,11 @@ class QuorumFamily(Family):
             f"  per scenario k: stream replemu-quorum/{seed}/k (voters, length, every step); refused steps drawn again",
         ]
 
-    def generate_case(self, seed: int, k: int, profile: Any, protocol: str, knobs: dict[str, Any] | None) -> dict[str, Any]:
+    def generate_case(self, seed: int, k: int, profile: Any, protocol: str | None,
+                      knobs: dict[str, Any] | None) -> dict[str, Any]:
         """A random walk of a quorum of ``protocol`` (``emulator.quorum_workload``): every step one it takes."""
+        if protocol is None:
+            raise ValueError("a metadata-quorum walk is drawn under a preset")
         return generate_quorum_scenario(seed, k, protocol, knobs)
 
     # -- search (explore) --------------------------------------------------------------------------

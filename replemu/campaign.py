@@ -318,7 +318,8 @@ def _print_report(report: dict[str, Any], as_json: bool, unit: str) -> int:
 def cmd_shrink(args: argparse.Namespace) -> int:
     """``replemu shrink FILE|--from-campaign SEED/PROFILE/K --protocol P --invariant NAME [--knob ...]``:
     the scenario's family is its file's, else the protocol's."""
-    family, scenario = family_of_protocol(args.protocol) or DEFAULT_FAMILY, None
+    protocol_family = family_of_protocol(args.protocol) or DEFAULT_FAMILY
+    family, scenario = protocol_family, None
     if args.file is not None and args.from_campaign is None:
         problem = output_problem(args.out, "--out", file=True) if args.out else None
         if problem:
@@ -329,9 +330,8 @@ def cmd_shrink(args: argparse.Namespace) -> int:
             return fail(f"replemu: invalid scenario: {exc}")
     where = (f"{scenario.source} is a {family.title} scenario" if scenario is not None
              else f"--protocol {args.protocol} is a {family.title} protocol")
-    other = family_of_protocol(args.protocol)
-    if other is not family:
-        return fail(f"replemu: error: {where}; --protocol {args.protocol} is a {other.title if other else '?'} protocol "
+    if protocol_family is not family:
+        return fail(f"replemu: error: {where}; --protocol {args.protocol} is a {protocol_family.title} protocol "
                     f"({family.qualifier}protocols: {', '.join(family.variant_names())})")
     foreign = foreign_knob(args, family)
     if foreign:
@@ -354,8 +354,9 @@ def cmd_shrink(args: argparse.Namespace) -> int:
             problem = _profile_problem(family, profile, args.protocol, profiles) if family.campaign_walk else None
             if problem:
                 return fail(f"replemu: error: {problem}")
-            doc = family.generate_case(int(seed), int(number), profiles[profile], args.protocol,
-                                       knobs if family.cases_per_protocol else None)
+            per_protocol = family.cases_per_protocol  # then drawn under the preset and its knobs, as the campaign drew it
+            doc = family.generate_case(int(seed), int(number), profiles[profile], args.protocol if per_protocol else None,
+                                       knobs if per_protocol else None)
             scenario = family.parse_scenario(doc, source=f"campaign {int(seed)}/{profile}/{int(number)}")
             target = Path(args.out or f"out/shrunk/campaign-{seed}-{profile}-p{number}-{args.protocol}-{args.invariant}.yaml")
         except ScenarioError as exc:

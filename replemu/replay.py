@@ -1,8 +1,10 @@
 """``replemu run``: scenario files replayed through the core, in this process (no Spark), and
 what goes with it: ``replemu export`` writes a result's replicas as Kafka log directories,
 ``replemu inspect`` reads such directories back (``run --from-dirs`` starts from them), and
-``replemu steps`` prints the table of step kinds (docs/steps.md).  The human output is
-``replemu.report``'s.
+``replemu steps`` prints the table of step kinds (docs/steps.md).  ``cmd_run`` is one loop over
+the family of the files (``emulator.family.Family``): its presets, its run, its human output (step
+table, final logs, verdict), its ``--check`` and its words for a refused step; the scenario x
+variant matrix is ``replemu.report``'s.
 
 Not ``replemu/run.py``: ``replemu.run`` is the public API's function, and importing a submodule
 of the same name would put the module in its place on the package.

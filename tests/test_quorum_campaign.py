@@ -144,3 +144,20 @@ def test_the_quorum_campaign_command(tmp_path):
     bad = replemu("campaign", "--protocol", "hw", "--partitions", "3", "--seed", "1", "--profile", "clean", "--engine", "local",
                   "--out", str(tmp_path), "--knob", "pre_vote=true")
     assert bad.returncode == 2 and "--knob pre_vote is a metadata-quorum knob" in bad.stderr, bad.stderr
+
+
+def test_a_quorum_campaign_finding_shrinks_from_the_campaign_as_from_its_file(tmp_path):
+    """``--from-campaign SEED/quorum/K --protocol P`` draws scenario K of that quorum campaign again
+    (under P, as the campaign drew it): the same shrunk steps as the campaign's example file gives."""
+    doc = generate_quorum_scenario(3, 18, "kraft595")
+    path = write_scenario(doc, tmp_path / "campaign-3-quorum-kraft595-p18.yaml")
+    shrunk = {}
+    for how, source in (("file", (str(path),)), ("campaign", ("--from-campaign", "3/quorum/18"))):
+        out = tmp_path / f"{how}.yaml"
+        done = replemu("shrink", *source, "--protocol", "kraft595", "--invariant", "ElectionSafety", "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        shrunk[how] = yaml.safe_load(out.read_text())
+    assert shrunk["campaign"]["steps"] == shrunk["file"]["steps"] and len(shrunk["file"]["steps"]) < len(doc["steps"])
+    assert shrunk["campaign"]["expect"] == {"kraft595": {"violations": ["ElectionSafety"]}}
+    done = replemu("shrink", "--from-campaign", "3/hard/18", "--protocol", "kraft595", "--invariant", "ElectionSafety")
+    assert done.returncode == 2 and "its campaign draws from --profile quorum" in done.stderr, done.stderr
