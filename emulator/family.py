@@ -97,6 +97,7 @@ class Family:
         ``trace_logs=False`` may leave the logs out of the trace's states (a step table needs none)."""
         raise NotImplementedError
 
+    # replemu run's human output and --check
     def refusal_words(self, protocol: str) -> str:
         """What a refused step was to ``protocol``, as its ``StepRefused`` says: "not a step the kip966
         controller can take", "refused under kraft853"."""
@@ -123,6 +124,7 @@ class Family:
         shrunk file's)."""
         return {"violations": sorted({v["invariant"] for v in result["violations"]})}
 
+    # scenarios as objects and files; a shrinker's parts
     def is_scenario(self, scenario: Any) -> bool:
         """Whether ``scenario`` is a parsed scenario of this family."""
         raise NotImplementedError
@@ -151,6 +153,7 @@ class Family:
         (lazily: the shrinker stops at the first that keeps the failure)."""
         return iter(())
 
+    # a start from Kafka replica directories
     def initial_state(self, scenario: Any) -> str | None:
         """The replica directories ``scenario`` starts from (``replica_dirs`` families); None: empty."""
         return None
@@ -160,6 +163,7 @@ class Family:
         fit it (other broker ids) raises its ``ValueError`` before any run (``replica_dirs`` families)."""
         raise NotImplementedError
 
+    # the dashboard's views of replemu run --json
     def is_result(self, result: Any) -> bool:
         """Whether a decoded result object is one of this family's (``replemu run --json``)."""
         return isinstance(result, dict) and result.get("family") == self.name
@@ -174,6 +178,7 @@ class Family:
         """A result as the dashboard's views show one scenario (its ``--trace`` as timeline and log operations)."""
         raise NotImplementedError
 
+    # campaigns
     def describe_campaign(self, seed: int, profile: Any, cases: int, protocols: list[str], engine: str,
                           knobs: dict[str, Any] | None) -> list[str]:
         """The lines a campaign prints before it runs: every parameter it draws from."""
