@@ -134,7 +134,8 @@ class PartitionFamily(Family):
         if "values" in args:
             simpler.append({**{k: v for k, v in args.items() if k != "values"}, "value": args["values"][0]})
         ids: tuple[int, ...] = scenario.broker_ids
-        return (parse_step(kind, a, ids) for a in simpler)
+        for a in simpler:  # a loop, not a generator expression: mypyc builds those as lists
+            yield parse_step(kind, a, ids)
 
     def initial_state(self, scenario: Any) -> str | None:
         s: Scenario = scenario

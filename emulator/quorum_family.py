@@ -119,8 +119,9 @@ class QuorumFamily(Family):
         (kind, args), = quorum_step_to_dict(step).items()
         optional = [a.name for a in QUORUM_STEP_TABLE[step.kind].args if not a.required]
         servers: tuple[int, ...] = scenario.servers
-        return (parse_quorum_step(kind, {k: v for k, v in args.items() if k != key}, servers)
-                for key in optional if key in args)
+        for key in optional:  # a loop, not a generator expression: mypyc builds those as lists
+            if key in args:
+                yield parse_quorum_step(kind, {k: v for k, v in args.items() if k != key}, servers)
 
     def check_results(self, results: list[Any], source: str) -> list[dict[str, Any]]:
         for number, r in enumerate(results, start=1):
