@@ -57,6 +57,14 @@ def family_of_document(data: Any) -> Family:
     return PARTITION
 
 
+def family_of_scenario(scenario: Any) -> Family:
+    """The family of a parsed scenario (``ValueError`` when it is none of theirs)."""
+    for family in FAMILIES.values():
+        if family.is_scenario(scenario):
+            return family
+    raise ValueError(f"not a scenario of any protocol family: {type(scenario).__name__}")
+
+
 def resolve(protocol: str, knob_texts: list[str] | None = None) -> tuple[Family, Any]:
     """``--protocol`` and ``--knob`` -> ``(family, variant)`` (``ValueError`` / ``KnobError``)."""
     family = family_of_protocol(protocol)
@@ -67,4 +75,4 @@ def resolve(protocol: str, knob_texts: list[str] | None = None) -> tuple[Family,
 
 
 __all__ = ["FAMILIES", "Family", "KnobError", "all_protocol_names", "family_named", "family_of_document",
-           "family_of_protocol", "register", "resolve", "unregister"]
+           "family_of_protocol", "family_of_scenario", "register", "resolve", "unregister"]

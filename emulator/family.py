@@ -17,7 +17,8 @@ The hooks are grouped by the engine that calls them; a family that some engine c
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, Iterator
 
 from ._build import mypyc_attr
 
@@ -77,10 +78,117 @@ class Family:
         raise NotImplementedError
 
     # -- run / campaign / shrink -------------------------------------------------------------------
+    # ``replemu run`` (replemu/replay.py), campaign and shrink (replemu/campaign.py), the public API
+    # (replemu/api.py), the dashboard's views of run results and scenario files (scenario_io) call these.
+    qualifier: str = ""  # how messages qualify the family's words: "quorum " (an unknown quorum invariant); "" plain
+    default_protocol: str = ""  # the preset the API replays a scenario of the family under when none is named
+    max_table_steps: int = 5_000  # the longest scenario whose human step table ``replemu run`` prints
+    knobs_hint: str = ""  # what a message about another family's --knob adds: " (its knobs: docs/quorum.md)"
+    replica_dirs: bool = False  # whether a scenario may start from Kafka replica directories (initial_state, --from-dirs)
+    campaign_unit: str = "scenario"  # what a campaign's report calls one generated case ("partition", "scenario")
+    campaign_walk: str = ""  # the one profile a campaign draws from, the family's own walk; "" : conf/workloads.yaml's
+    cases_per_protocol: bool = True  # whether a campaign draws its cases under each preset (a walk of the steps it takes)
+
     def run(self, scenario: Any, protocol: str, trace: bool = False, knobs: dict[str, Any] | None = None,
-            refusal_as_result: bool = False, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+            refusal_as_result: bool = False, progress: Callable[[int, int], None] | None = None,
+            prepare: Any = None, trace_logs: bool = True) -> dict[str, Any]:
         """Replay ``scenario`` under ``protocol`` (+ knobs): the result document (``StepRefused`` at a
-        step the variant cannot take; with ``refusal_as_result``, the "not expressible" result)."""
+        step the variant cannot take; with ``refusal_as_result``, the "not expressible" result).
+        ``prepare(model)`` seeds the model before the first step (``replica_dirs`` families);
+        ``trace_logs=False`` may leave the logs out of the trace's states (a step table needs none)."""
+        raise NotImplementedError
+
+    # replemu run's human output and --check
+    def refusal_words(self, protocol: str) -> str:
+        """What a refused step was to ``protocol``, as its ``StepRefused`` says: "not a step the kip966
+        controller can take", "refused under kraft853"."""
+        return f"refused under {protocol}"
+
+    def step_table(self, result: dict[str, Any]) -> str:
+        """``replemu run``'s step-by-step table of a result with its trace."""
+        raise NotImplementedError
+
+    def final_logs(self, result: dict[str, Any]) -> str:
+        """``replemu run``'s final logs of a result, side by side."""
+        raise NotImplementedError
+
+    def verdict(self, result: dict[str, Any]) -> str:
+        """``replemu run``'s one verdict line of a result."""
+        raise NotImplementedError
+
+    def check_expectation(self, result: dict[str, Any], expect: dict[str, Any] | None) -> list[str]:
+        """``--check``: the disagreements of a result with its variant's ``expect`` block (empty: agrees)."""
+        raise NotImplementedError
+
+    def expectation(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The ``expect`` block that ``--check`` finds agreeing with ``result`` in its violations (a
+        shrunk file's)."""
+        return {"violations": sorted({v["invariant"] for v in result["violations"]})}
+
+    # scenarios as objects and files; a shrinker's parts
+    def is_scenario(self, scenario: Any) -> bool:
+        """Whether ``scenario`` is a parsed scenario of this family."""
+        raise NotImplementedError
+
+    def parse_file(self, data: Any, source: str, resolve: Callable[[str], str]) -> Any:
+        """A scenario file's decoded document validated, as ``parse_scenario``; ``resolve(path)``
+        turns a path the file names (relative to the file) into a directory (``ValueError``)."""
+        return self.parse_scenario(data, source)
+
+    def document(self, scenario: Any, description: str | None = None,
+                 expect: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        """``scenario`` as a scenario file's document (``parse_scenario`` reads it back), with
+        ``description`` (default: its own) and ``expect``."""
+        raise NotImplementedError
+
+    def with_steps(self, scenario: Any, steps: Any) -> Any:
+        """``scenario`` with ``steps`` (a sequence of its family's steps) instead of its own."""
+        return replace(scenario, steps=tuple(steps))
+
+    def with_knobs(self, scenario: Any, knobs: dict[str, Any]) -> Any:
+        """``scenario`` with ``knobs`` set over its own (a file written from it carries them)."""
+        raise NotImplementedError
+
+    def simpler_steps(self, scenario: Any, step: Any) -> Iterator[Any]:
+        """Simpler forms of ``step`` in ``scenario`` for a shrinker to try, in order, each a step
+        (lazily: the shrinker stops at the first that keeps the failure)."""
+        return iter(())
+
+    # a start from Kafka replica directories
+    def initial_state(self, scenario: Any) -> str | None:
+        """The replica directories ``scenario`` starts from (``replica_dirs`` families); None: empty."""
+        return None
+
+    def check_prepare(self, scenario: Any, prepare: Any) -> None:
+        """Seed a fresh model of ``scenario`` with ``prepare`` once, so that a ``prepare`` that does not
+        fit it (other broker ids) raises its ``ValueError`` before any run (``replica_dirs`` families)."""
+        raise NotImplementedError
+
+    # the dashboard's views of replemu run --json
+    def is_result(self, result: Any) -> bool:
+        """Whether a decoded result object is one of this family's (``replemu run --json``)."""
+        return isinstance(result, dict) and result.get("family") == self.name
+
+    def check_results(self, results: list[Any], source: str) -> list[dict[str, Any]]:
+        """The results of a ``replemu run --json`` document of this family, each checked for what a
+        reader relies on (``ResultFormatError`` naming ``source`` and the result); a "not expressible"
+        answer has no state to check."""
+        raise NotImplementedError
+
+    def view_entry(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A result as the dashboard's views show one scenario (its ``--trace`` as timeline and log operations)."""
+        raise NotImplementedError
+
+    # campaigns
+    def describe_campaign(self, seed: int, profile: Any, cases: int, protocols: list[str], engine: str,
+                          knobs: dict[str, Any] | None) -> list[str]:
+        """The lines a campaign prints before it runs: every parameter it draws from."""
+        raise NotImplementedError
+
+    def generate_case(self, seed: int, k: int, profile: Any, protocol: str | None,
+                      knobs: dict[str, Any] | None) -> dict[str, Any]:
+        """Case ``k`` of campaign ``seed`` drawn from ``profile`` (under ``protocol`` when
+        ``cases_per_protocol``, else None), with ``knobs``: a scenario document."""
         raise NotImplementedError
 
     # -- search (explore) --------------------------------------------------------------------------

@@ -4,14 +4,19 @@ checker's invariant registry.  The rules are docs/protocol.md's."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, Iterator
 
+from . import report
+from .config import config_to_dict
 from .family import Family
 from .invariants import INVARIANT_NAMES
-from .run import run_scenario
-from .scenario import parse_scenario
+from .result import check_result_document
+from .run import Replay, run_scenario
+from .scenario import Scenario, parse_scenario
 from .steps import STEP_KINDS, describe_step, parse_step, step_to_dict
 from .variants import KNOBS, VARIANT_NAMES, parse_knob_assignments, variant_named
+from .workload import generate_partition
 
 
 class PartitionFamily(Family):
@@ -55,10 +60,119 @@ class PartitionFamily(Family):
         return parse_scenario(data, source)
 
     # -- run / campaign / shrink -------------------------------------------------------------------
+    default_protocol = "kip320"
+    max_table_steps = 100_000  # the table's states carry no logs (trace_logs=False): it may be longer
+    replica_dirs = True
+    campaign_unit = "partition"
+    cases_per_protocol = False  # one generated partition replays under every preset
+
     def run(self, scenario: Any, protocol: str, trace: bool = False, knobs: dict[str, Any] | None = None,
-            refusal_as_result: bool = False, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-        return run_scenario(scenario, protocol, trace=trace, knobs=knobs, refusal_as_result=refusal_as_result,
-                            progress=progress)
+            refusal_as_result: bool = False, progress: Callable[[int, int], None] | None = None,
+            prepare: Any = None, trace_logs: bool = True) -> dict[str, Any]:
+        return run_scenario(scenario, protocol, trace=trace, prepare=prepare, knobs=knobs,
+                            refusal_as_result=refusal_as_result, trace_logs=trace_logs, progress=progress)
+
+    def refusal_words(self, protocol: str) -> str:
+        return f"not a step the {protocol} controller can take"
+
+    def step_table(self, result: dict[str, Any]) -> str:
+        return report.step_table(result)
+
+    def final_logs(self, result: dict[str, Any]) -> str:
+        return report.final_logs(result)
+
+    def verdict(self, result: dict[str, Any]) -> str:
+        return report.verdict(result)
+
+    def check_expectation(self, result: dict[str, Any], expect: dict[str, Any] | None) -> list[str]:
+        return report.check_expectation(result, expect)
+
+    def expectation(self, result: dict[str, Any]) -> dict[str, Any]:
+        # every invariant broken, in the order they broke (``--check`` is exact over the verdict
+        # invariants, which may break alongside the one a shrinker kept)
+        return {"violations": [v["invariant"] for v in result["violations"]]}
+
+    def is_scenario(self, scenario: Any) -> bool:
+        return isinstance(scenario, Scenario)
+
+    def parse_file(self, data: Any, source: str, resolve: Callable[[str], str]) -> Any:
+        return parse_scenario(data, source=source, resolve_initial_state=resolve)
+
+    def document(self, scenario: Any, description: str | None = None,
+                 expect: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The contract's YAML shape (``initial_state`` as resolved: absolute, so it replays from anywhere)."""
+        s: Scenario = scenario
+        doc: dict[str, Any] = {"name": s.name, "description": s.description if description is None else description,
+                               "replicas": list(s.replicas), "config": config_to_dict(s.config)}
+        if s.brokers:  # the scenario's other brokers (a reassignment's targets): every broker, as the file lists them
+            doc["brokers"] = list(s.broker_ids)
+        if s.initial_state:
+            doc["initial_state"] = s.initial_state
+        doc["steps"] = [step_to_dict(step) for step in s.steps]
+        if expect:
+            doc["expect"] = expect
+        return doc
+
+    def with_knobs(self, scenario: Any, knobs: dict[str, Any]) -> Any:
+        s: Scenario = scenario
+        return replace(s, config=replace(s.config, knobs=tuple(sorted({**dict(s.config.knobs), **knobs}.items()))))
+
+    def simpler_steps(self, scenario: Any, step: Any) -> Iterator[Any]:
+        """Each of ``to``, ``max_records``, ``acks``, ``unclean``, ``epoch`` dropped, a lost response
+        delivered, a power loss a process crash, ``values`` its first value (parsed as tried)."""
+        (kind, args), = step_to_dict(step).items()
+        simpler: list[dict[str, Any]] = []
+        for key in ("to", "max_records", "acks", "unclean", "epoch"):
+            if key in args:
+                simpler.append({k: v for k, v in args.items() if k != key})
+        if args.get("response") == "lost":
+            simpler.append({**args, "response": "delivered"})
+        if args.get("mode") == "power":
+            simpler.append({**args, "mode": "process"})
+        if "values" in args:
+            simpler.append({**{k: v for k, v in args.items() if k != "values"}, "value": args["values"][0]})
+        ids: tuple[int, ...] = scenario.broker_ids
+        for a in simpler:  # a loop, not a generator expression: mypyc builds those as lists
+            yield parse_step(kind, a, ids)
+
+    def initial_state(self, scenario: Any) -> str | None:
+        s: Scenario = scenario
+        return s.initial_state
+
+    def check_prepare(self, scenario: Any, prepare: Any) -> None:
+        s: Scenario = scenario
+        prepare(Replay(s.replicas, s.config, variant_named("kip320")))
+
+    def is_result(self, result: Any) -> bool:
+        return isinstance(result, dict) and result.get("family", self.name) == self.name  # results of format 1 name none
+
+    def check_results(self, results: list[Any], source: str) -> list[dict[str, Any]]:
+        return check_result_document(results, source)
+
+    def view_entry(self, result: dict[str, Any]) -> dict[str, Any]:
+        return report.view_entry(result)
+
+    def describe_campaign(self, seed: int, profile: Any, cases: int, protocols: list[str], engine: str,
+                          knobs: dict[str, Any] | None) -> list[str]:
+        rates = ", ".join(f"{k}={v:g}" for k, v in profile.rates.items())
+        return [f"  knobs {', '.join(f'{k}={v}' for k, v in sorted((knobs or {}).items()))} (over each preset)"] * bool(knobs) + [
+            f"campaign seed {seed}  profile {profile.name} ({profile.description})",
+            f"  partitions {cases}  protocols {','.join(protocols)}  engine {engine}",
+            f"  per partition k: streams replemu/{seed}/k/workload, /faults, /scheduling",
+            f"  replicas {profile.replicas[0]}-{profile.replicas[1]}  steps {profile.steps[0]}-{profile.steps[1]}  "
+            f"min.isr {list(profile.min_insync_replicas)}  acks {list(profile.acks)}  unclean {profile.unclean:g}  "
+            f"explicit hw checkpoint {profile.explicit_hw_checkpoint:g}  explicit flush {profile.explicit_log_flush:g}",
+            f"  rates {rates}",
+        ]
+
+    def generate_case(self, seed: int, k: int, profile: Any, protocol: str | None,
+                      knobs: dict[str, Any] | None) -> dict[str, Any]:
+        """``emulator.workload``'s partition ``k`` (whatever the preset); ``knobs`` go into its
+        ``config.knobs``, so a file written from it replays with them."""
+        doc = generate_partition(seed, k, profile)
+        if knobs:
+            doc["config"]["knobs"] = {name: value for name, value in sorted(knobs.items())}
+        return doc
 
     # -- search (explore) --------------------------------------------------------------------------
 

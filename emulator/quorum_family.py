@@ -4,13 +4,23 @@ docs/quorum.md's."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, Iterator
 
+from . import quorum_report
 from .family import Family
 from .quorum_invariants import QUORUM_INVARIANT_NAMES
-from .quorum_run import is_quorum_document, parse_quorum_scenario, run_quorum_scenario
+from .quorum_run import (
+    QuorumScenario,
+    is_quorum_document,
+    parse_quorum_scenario,
+    quorum_result_problem,
+    quorum_scenario_document,
+    run_quorum_scenario,
+)
 from .quorum_steps import (
     QUORUM_STEP_KINDS,
+    QUORUM_STEP_TABLE,
     describe_quorum_step,
     parse_quorum_step,
     quorum_step_to_dict,
@@ -21,6 +31,8 @@ from .quorum_variants import (
     parse_quorum_knob_assignments,
     quorum_variant_named,
 )
+from .quorum_workload import generate_quorum_scenario
+from .result import ResultFormatError
 
 
 class QuorumFamily(Family):
@@ -64,10 +76,78 @@ class QuorumFamily(Family):
         return parse_quorum_scenario(data, source)
 
     # -- run / campaign / shrink -------------------------------------------------------------------
+    qualifier = "quorum "
+    default_protocol = "kraft853"
+    knobs_hint = " (its knobs: docs/quorum.md)"
+    campaign_walk = "quorum"  # emulator.quorum_workload's random walks (the partition profiles do not apply)
+
     def run(self, scenario: Any, protocol: str, trace: bool = False, knobs: dict[str, Any] | None = None,
-            refusal_as_result: bool = False, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+            refusal_as_result: bool = False, progress: Callable[[int, int], None] | None = None,
+            prepare: Any = None, trace_logs: bool = True) -> dict[str, Any]:
+        # a quorum starts empty (no ``prepare``); its trace's states always carry the logs
         return run_quorum_scenario(scenario, protocol, trace=trace, knobs=knobs, refusal_as_result=refusal_as_result,
                                    progress=progress)
+
+    def step_table(self, result: dict[str, Any]) -> str:
+        return quorum_report.step_table(result)
+
+    def final_logs(self, result: dict[str, Any]) -> str:
+        return quorum_report.final_logs(result)
+
+    def verdict(self, result: dict[str, Any]) -> str:
+        return quorum_report.verdict(result)
+
+    def check_expectation(self, result: dict[str, Any], expect: dict[str, Any] | None) -> list[str]:
+        return quorum_report.check_expectation(result, expect)
+
+    def is_scenario(self, scenario: Any) -> bool:
+        return isinstance(scenario, QuorumScenario)
+
+    def document(self, scenario: Any, description: str | None = None,
+                 expect: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        return quorum_scenario_document(scenario, description, expect)
+
+    def with_knobs(self, scenario: Any, knobs: dict[str, Any]) -> Any:
+        s: QuorumScenario = scenario
+        return replace(s, knobs={**s.knobs, **knobs})
+
+    def simpler_steps(self, scenario: Any, step: Any) -> Iterator[Any]:
+        """Each optional argument dropped: a fetch to the known leader, no record limit, the admin
+        request to the leader, a process crash instead of a power loss."""
+        (kind, args), = quorum_step_to_dict(step).items()
+        optional = [a.name for a in QUORUM_STEP_TABLE[step.kind].args if not a.required]
+        servers: tuple[int, ...] = scenario.servers
+        for key in optional:  # a loop, not a generator expression: mypyc builds those as lists
+            if key in args:
+                yield parse_quorum_step(kind, {k: v for k, v in args.items() if k != key}, servers)
+
+    def check_results(self, results: list[Any], source: str) -> list[dict[str, Any]]:
+        for number, r in enumerate(results, start=1):
+            if isinstance(r, dict) and isinstance(r.get("not_expressible"), dict):
+                continue  # a preset's "not expressible" answer: no state to check
+            problem = quorum_result_problem(r)
+            if problem:
+                where = f"{source}: result {number}" if len(results) > 1 else source
+                raise ResultFormatError(f"{where}: {problem}")
+        return results
+
+    def view_entry(self, result: dict[str, Any]) -> dict[str, Any]:
+        return quorum_report.view_entry(result)
+
+    def describe_campaign(self, seed: int, profile: Any, cases: int, protocols: list[str], engine: str,
+                          knobs: dict[str, Any] | None) -> list[str]:
+        return [f"  knobs {', '.join(f'{k}={v}' for k, v in sorted((knobs or {}).items()))} (over each preset)"] * bool(knobs) + [
+            f"campaign seed {seed}  profile {profile} (random walks over the quorum's steps)",
+            f"  scenarios {cases}  protocols {','.join(protocols)}  engine local (the quorum core in this process)",
+            f"  per scenario k: stream replemu-quorum/{seed}/k (voters, length, every step); refused steps drawn again",
+        ]
+
+    def generate_case(self, seed: int, k: int, profile: Any, protocol: str | None,
+                      knobs: dict[str, Any] | None) -> dict[str, Any]:
+        """A random walk of a quorum of ``protocol`` (``emulator.quorum_workload``): every step one it takes."""
+        if protocol is None:
+            raise ValueError("a metadata-quorum walk is drawn under a preset")
+        return generate_quorum_scenario(seed, k, protocol, knobs)
 
     # -- search (explore) --------------------------------------------------------------------------
 

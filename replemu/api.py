@@ -17,15 +17,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from emulator.explore import Bounds, Reduction
-from emulator.quorum_run import (
-    QuorumScenario,
-    is_quorum_document,
-    parse_quorum_scenario,
-    run_quorum_scenario,
-)
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-from emulator.run import run_scenario
-from emulator.scenario import Scenario, ScenarioError, parse_scenario
+from emulator.families import family_of_document, family_of_scenario
+from emulator.quorum_run import QuorumScenario
+from emulator.scenario import Scenario, ScenarioError
 from emulator.variants import VARIANT_NAMES
 from streaming.operators import OPERATOR_NAMES
 
@@ -62,9 +56,7 @@ def scenario(document: Mapping[str, Any], source: str = "<scenario>") -> Scenari
     """A scenario built in code from the same document a YAML file holds (``name``,
     ``replicas``, ``config``, ``steps``, ``expect``; or ``voters`` and quorum steps), validated;
     errors name ``source``."""
-    if is_quorum_document(document):
-        return parse_quorum_scenario(dict(document), source=source)
-    return parse_scenario(dict(document), source=source)
+    return family_of_document(document).parse_scenario(dict(document), source=source)
 
 
 def run(scenario: Scenario | QuorumScenario | str | Path, protocol: str | None = None,
@@ -74,13 +66,11 @@ def run(scenario: Scenario | QuorumScenario | str | Path, protocol: str | None =
     --json`` (with ``trace``: one entry per step, as ``--trace``)."""
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
-    quorum = isinstance(scenario, QuorumScenario)
-    default, known, replay = (("kraft853", QUORUM_VARIANT_NAMES, run_quorum_scenario) if quorum
-                              else ("kip320", VARIANTS, run_scenario))
-    protocol = protocol or default
-    if protocol not in known:
-        raise ValueError(f"unknown {'quorum ' if quorum else ''}protocol {protocol!r} (known: {', '.join(known)})")
-    result = replay(scenario, protocol, trace=trace, knobs=dict(knobs or {}))
+    family = family_of_scenario(scenario)
+    protocol = protocol or family.default_protocol
+    if protocol not in family.variant_names():
+        raise ValueError(f"unknown {family.qualifier}protocol {protocol!r} (known: {', '.join(family.variant_names())})")
+    result = family.run(scenario, protocol, trace=trace, knobs=dict(knobs or {}))
     if not trace:
         result.pop("trace", None)
     return result

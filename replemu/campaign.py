@@ -1,13 +1,18 @@
-"""Fault-injection campaigns over many generated partitions, and counterexample shrinking.
+"""Fault-injection campaigns over many generated scenarios, and counterexample shrinking: one
+campaign and one shrinker for every protocol family (``emulator.family.Family``).
 
-``run_campaign`` generates one scenario per partition from a root seed and a profile
-(``emulator.workload``), replays each under every requested variant (the core in this process;
-``streaming.batch_replay`` runs the same on Spark), counts the violated invariants and writes the
-first findings as contract scenario files that ``replemu run`` replays to the same violation.
+``run_campaign`` generates one case per number ``k`` from a root seed and a profile (the family's
+``generate_case``: ``emulator.workload``'s partitions from the profiles of conf/workloads.yaml, or
+the metadata quorum's random walks, drawn under each preset), replays each under every requested
+preset (the core in this process; ``streaming.batch_replay`` runs the partition family's on Spark),
+counts the violated invariants and writes the first findings as scenario files that ``replemu run``
+replays to the same violation.
 
-``shrink`` minimises a failing scenario: delta debugging over its steps (ddmin, then single-step
-removal to a fixpoint), then step-argument simplification, keeping the named invariant broken
-under the given variant.
+``Shrinker`` minimises a failing scenario, shaped as Hypothesis's one shrinker with small per-type
+parts: the machinery (delta debugging over the steps, then single-step removal and step
+simplification to a fixpoint, every candidate replayed from the start) is shared; the family
+supplies a candidate scenario with other steps (``with_steps``), a step's simpler forms
+(``simpler_steps``), the run that judges it and the document of the result.
 
 ``cmd_campaign`` and ``cmd_shrink`` are the commands ``replemu campaign`` and ``replemu shrink``.
 """
@@ -16,21 +21,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from emulator import VARIANT_NAMES, dumps
-from emulator.invariants import INVARIANT_NAMES, VERDICT_INVARIANTS
-from emulator.run import run_scenario
-from emulator.scenario import Scenario, ScenarioError, parse_scenario
-from emulator.steps import parse_step, step_to_dict
-from emulator.workload import Profile, generate_partition, generate_scenario
+from emulator import dumps
+from emulator.families import Family, family_of_protocol, family_of_scenario
+from emulator.invariants import VERDICT_INVARIANTS
+from emulator.partition_family import PARTITION
+from emulator.scenario import ScenarioError, StepRefused
 from scenario_io.kafka_logs import seeder_for
 from scenario_io.profiles import load_profiles
-from scenario_io.yaml_files import load_scenario, scenario_document, write_scenario
+from scenario_io.yaml_files import load_family_scenario, write_scenario
 
 from .cli_common import EXIT_OK, fail, output_problem
+from .replay import family_knobs, foreign_knob
+
+# The family of ``replemu campaign --protocol all`` (all its presets) and the one whose campaigns
+# draw from the workload profiles of conf/workloads.yaml.
+DEFAULT_FAMILY: Family = PARTITION
 
 MAX_EXAMPLES = 3
 
@@ -52,21 +60,6 @@ class Progress:
             if self.done >= self.total:
                 self.out.write("\n")
             self.out.flush()
-
-
-def describe_campaign(seed: int, profile: Profile, partitions: int, protocols: list[str], engine: str,
-                      knobs: dict[str, Any] | None = None) -> list[str]:
-    """Every parameter the campaign draws from, printed before it runs."""
-    rates = ", ".join(f"{k}={v:g}" for k, v in profile.rates.items())
-    return [f"  knobs {', '.join(f'{k}={v}' for k, v in sorted(knobs.items()))} (over each preset)"] * bool(knobs) + [
-        f"campaign seed {seed}  profile {profile.name} ({profile.description})",
-        f"  partitions {partitions}  protocols {','.join(protocols)}  engine {engine}",
-        f"  per partition k: streams replemu/{seed}/k/workload, /faults, /scheduling",
-        f"  replicas {profile.replicas[0]}-{profile.replicas[1]}  steps {profile.steps[0]}-{profile.steps[1]}  "
-        f"min.isr {list(profile.min_insync_replicas)}  acks {list(profile.acks)}  unclean {profile.unclean:g}  "
-        f"explicit hw checkpoint {profile.explicit_hw_checkpoint:g}  explicit flush {profile.explicit_log_flush:g}",
-        f"  rates {rates}",
-    ]
 
 
 def tally(results: Iterable[tuple[int, dict]], protocol: str, scenario_of: Callable[[int], dict], out_dir: Path,
@@ -98,54 +91,80 @@ def tally(results: Iterable[tuple[int, dict]], protocol: str, scenario_of: Calla
     return tallied
 
 
+def campaign_profiles(family: Family, path: str | Path | None = None) -> dict[str, Any]:
+    """The profiles a campaign of ``family`` may draw from, by name: its own walk
+    (``campaign_walk``), or the workload profiles of ``path`` (default: conf/workloads.yaml)."""
+    if family.campaign_walk:
+        return {family.campaign_walk: family.campaign_walk}
+    return load_profiles(path) if path else load_profiles()
+
+
+def _profile_problem(family: Family, name: str, protocol: str, profiles: dict[str, Any]) -> str | None:
+    """Why ``--profile name`` cannot be a campaign's of ``family``; None when it can."""
+    if name in profiles:
+        return None
+    if family.campaign_walk:
+        return (f"--protocol {protocol} is a {family.title} protocol: its campaign draws from --profile "
+                f"{family.campaign_walk} (the {DEFAULT_FAMILY.name} profiles do not apply), got {name[:80]!r}")
+    return f"unknown profile {name[:80]!r} (known: {', '.join(profiles)})"
+
+
 def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[str], out_dir: str | Path,
                  engine: str = "local", progress: bool | None = None, profiles_path: str | Path | None = None,
                  spark=None, knobs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``knobs`` go into every generated partition's ``config.knobs``, so the example files
-    written for findings replay with the same knobs."""
-    profiles = load_profiles(profiles_path) if profiles_path else load_profiles()
+    """``partitions`` cases of campaign ``seed`` drawn from the profile ``profile_name`` of the
+    family of ``protocols``, each replayed under every one of them; the report (``--json``).
+    ``knobs`` go into every generated case, so the example files written for findings replay
+    with the same knobs.  A family whose cases are drawn under each preset (``cases_per_protocol``)
+    names its example files ``campaign-SEED-PROFILE-PROTOCOL-pK.yaml``; such a family's campaign
+    runs in this process whatever ``engine`` says."""
+    family = (family_of_protocol(protocols[0]) if protocols else None) or DEFAULT_FAMILY
+    profiles = campaign_profiles(family, profiles_path)
     if profile_name not in profiles:
         raise KeyError(f"unknown profile {profile_name!r} (known: {', '.join(profiles)})")
     profile = profiles[profile_name]
     out = Path(out_dir)
-    bar = Progress(partitions, "generating", enabled=progress)
-    scenarios_data = []
-    for k in range(partitions):
-        doc = generate_partition(seed, k, profile)
-        if knobs:
-            doc["config"]["knobs"] = {name: value for name, value in sorted(knobs.items())}
-        scenarios_data.append(doc)
-        bar.step()
     report: dict[str, Any] = {"seed": seed, "profile": profile_name, "protocols": {}}
     if knobs:
         report["knobs"] = dict(sorted(knobs.items()))
-    if engine == "spark":
-        from streaming.batch_replay import stream_scenarios
+    shared: list[dict] = []  # the cases every preset replays (a family that draws them once)
+    if not family.cases_per_protocol:
+        bar = Progress(partitions, "generating", enabled=progress)
+        for k in range(partitions):
+            shared.append(family.generate_case(seed, k, profile, None, knobs))
+            bar.step()
+        if engine == "spark":
+            from streaming.batch_replay import stream_scenarios
 
-        per_protocol = stream_scenarios(scenarios_data, protocols, out / "stream", spark=spark, progress=progress)
-        for protocol in protocols:
-            report["protocols"][protocol] = tally(per_protocol[protocol], protocol, scenarios_data.__getitem__, out,
-                                                  seed, profile_name)
-        return report
-    scenarios = [parse_scenario(d, source=f"campaign {seed}/{profile_name}/{k}") for k, d in enumerate(scenarios_data)]
+            per_protocol = stream_scenarios(shared, protocols, out / "stream", spark=spark, progress=progress)
+            for protocol in protocols:
+                report["protocols"][protocol] = tally(per_protocol[protocol], protocol, shared.__getitem__, out,
+                                                      seed, profile_name)
+            return report
+    scenarios = [family.parse_scenario(d, source=f"campaign {seed}/{profile_name}/{k}") for k, d in enumerate(shared)]
+    width = max(len(p) for p in family.variant_names()) + 1
     for protocol in protocols:
-        bar = Progress(partitions, f"{protocol:7}", enabled=progress)
+        bar = Progress(partitions, f"{protocol:{width}}", enabled=progress)
+        name = f"{profile_name}-{protocol}" if family.cases_per_protocol else profile_name
+        cases: dict[int, dict] = {}
 
-        def results(protocol=protocol, bar=bar):
-            for k, s in enumerate(scenarios):
-                r = run_scenario(s, protocol, refusal_as_result=True)
+        def results(protocol=protocol, bar=bar, name=name, cases=cases):
+            for k in range(partitions):
+                if family.cases_per_protocol:
+                    cases[k] = family.generate_case(seed, k, profile, protocol, knobs)
+                    scenario = family.parse_scenario(cases[k], source=f"campaign {seed}/{name}/{k}")
+                else:
+                    scenario = scenarios[k]
+                r = family.run(scenario, protocol, refusal_as_result=True)
                 bar.step()
                 yield k, r
 
-        report["protocols"][protocol] = tally(results(), protocol, scenarios_data.__getitem__, out, seed, profile_name)
+        scenario_of = cases.__getitem__ if family.cases_per_protocol else shared.__getitem__
+        report["protocols"][protocol] = tally(results(), protocol, scenario_of, out, seed, name)
     return report
 
 
 # -- shrinking ------------------------------------------------------------------------------
-
-def breaks(scenario: Scenario, protocol: str, invariant: str, prepare=None) -> bool:
-    return any(v["invariant"] == invariant for v in run_scenario(scenario, protocol, prepare=prepare)["violations"])
-
 
 def ddmin(items: list, test: Callable[[list], bool]) -> list:
     """Zeller's delta debugging: a 1-minimal sublist for which ``test`` still holds."""
@@ -166,22 +185,6 @@ def ddmin(items: list, test: Callable[[list], bool]) -> list:
                 break
             n = min(len(items), n * 2)
     return items
-
-
-def _simplifications(step) -> list:
-    d = step_to_dict(step)
-    (kind, args), = d.items()
-    out = []
-    for key in ("to", "max_records", "acks", "unclean", "epoch"):
-        if key in args:
-            out.append({kind: {k: v for k, v in args.items() if k != key}})
-    if args.get("response") == "lost":
-        out.append({kind: {**args, "response": "delivered"}})
-    if args.get("mode") == "power":
-        out.append({kind: {**args, "mode": "process"}})
-    if "values" in args:
-        out.append({kind: {**{k: v for k, v in args.items() if k != "values"}, "value": args["values"][0]}})
-    return out
 
 
 def reduce_to_fixpoint(steps: list, test: Callable[[list], bool], simpler: Callable[[Any], Iterable[Any]]) -> list:
@@ -209,63 +212,61 @@ def reduce_to_fixpoint(steps: list, test: Callable[[list], bool], simpler: Calla
     return steps
 
 
-def shrink(scenario: Scenario, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None) -> Scenario:
-    """The smallest scenario found that still breaks ``invariant`` under ``protocol``."""
-    prepare = seeder_for(scenario.initial_state)  # replica directories are read once
-    if not breaks(scenario, protocol, invariant, prepare):
-        raise ValueError(f"{scenario.name} does not break {invariant} under {protocol}")
-    test = lambda steps: breaks(replace(scenario, steps=tuple(steps)), protocol, invariant, prepare)  # noqa: E731
-    steps = ddmin(list(scenario.steps), test)
-    log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
-    steps = reduce_to_fixpoint(steps, test, lambda step: (parse_step(kind, args, scenario.broker_ids)
-                                                          for simpler in _simplifications(step)
-                                                          for kind, args in simpler.items()))
-    log(f"simplified: {len(steps)} steps")
-    return replace(scenario, steps=tuple(steps))
+class Shrinker:
+    """The smallest scenario found that still breaks ``invariant`` under ``protocol``: ddmin over the
+    steps, then single-step removal and step simplification to a fixpoint.  Every candidate replays
+    from the start (from the scenario's replica directories, read once, for a family that has them);
+    one with a step the protocol cannot take does not fail, so the result is a scenario the protocol
+    takes.  ``log`` gets a line after each phase."""
+
+    def __init__(self, scenario: Any, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None) -> None:
+        self.family = family_of_scenario(scenario)
+        self.scenario, self.protocol, self.invariant, self.log = scenario, protocol, invariant, log
+        self.prepare = seeder_for(self.family.initial_state(scenario))
+
+    def run(self, scenario: Any) -> dict[str, Any]:
+        return self.family.run(scenario, self.protocol, prepare=self.prepare, refusal_as_result=True)
+
+    def breaks(self, steps: list) -> bool:
+        result = self.run(self.family.with_steps(self.scenario, steps))
+        return "not_expressible" not in result and any(v["invariant"] == self.invariant for v in result["violations"])
+
+    def shrink(self) -> Any:
+        """The shrunk scenario (``StepRefused`` when the protocol cannot take a step of the scenario
+        itself, ``ValueError`` when it does not break the invariant)."""
+        s, family = self.scenario, self.family
+        first = self.run(s)
+        if "not_expressible" in first:
+            n = first["not_expressible"]
+            raise StepRefused(f"{s.source}: step {n['step']} ({n['description']}): "
+                              f"{family.refusal_words(self.protocol)}: {n['reason']}")
+        if not any(v["invariant"] == self.invariant for v in first["violations"]):
+            raise ValueError(f"{s.source} does not break {self.invariant} under {self.protocol}")
+        steps = ddmin(list(s.steps), self.breaks)
+        self.log(f"ddmin: {len(s.steps)} -> {len(steps)} steps")
+        steps = reduce_to_fixpoint(steps, self.breaks, lambda step: family.simpler_steps(s, step))
+        self.log(f"simplified: {len(steps)} steps")
+        return family.with_steps(s, steps)
+
+    def document(self, small: Any) -> dict[str, Any]:
+        """The shrunk scenario's file: named ``NAME-shrunk``, what it was shrunk from, and an expect
+        block that ``replemu run --check`` agrees with (every invariant it breaks)."""
+        s = self.scenario
+        doc = self.family.document(
+            small, f"{self.invariant} under {self.protocol}, shrunk from {s.source} ({len(s.steps)} steps)",
+            expect={self.protocol: self.family.expectation(self.run(small))})
+        doc["name"] = f"{s.name}-shrunk"
+        return doc
 
 
-# -- shrinking a metadata-quorum scenario (docs/quorum.md "Campaigns and shrinking") ------------------
-
-def quorum_breaks(scenario, protocol: str, invariant: str) -> bool:
-    """Whether ``scenario`` breaks ``invariant`` under the quorum preset ``protocol``; a step the
-    protocol cannot take (``StepRefused``) makes a candidate fail, so shrinking keeps only steps
-    the protocol takes."""
-    from emulator.quorum_run import run_quorum_scenario
-    from emulator.scenario import StepRefused
-
-    try:
-        result = run_quorum_scenario(scenario, protocol)
-    except StepRefused:
-        return False
-    return any(v["invariant"] == invariant for v in result["violations"])
+def breaks(scenario: Any, protocol: str, invariant: str) -> bool:
+    """Whether ``scenario`` breaks ``invariant`` under ``protocol`` (a step the protocol cannot take: no)."""
+    return Shrinker(scenario, protocol, invariant).breaks(list(scenario.steps))
 
 
-def _quorum_simplifications(step) -> list:
-    """Simpler forms of a quorum step: each optional argument dropped (a fetch to the known leader,
-    no record limit, the admin request to the leader, a process crash instead of a power loss)."""
-    from emulator.quorum_steps import QUORUM_STEP_TABLE, quorum_step_to_dict
-
-    (kind, args), = quorum_step_to_dict(step).items()
-    optional = [a.name for a in QUORUM_STEP_TABLE[step.kind].args if not a.required]
-    return [{kind: {k: v for k, v in args.items() if k != key}} for key in optional if key in args]
-
-
-def shrink_quorum(scenario, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None):
-    """The smallest quorum scenario found that still breaks ``invariant`` under ``protocol``: ddmin
-    over the steps, then single-step removal and argument simplification to a fixpoint (as
-    ``shrink``), every candidate replayed from the start and refused candidates dropped."""
-    from emulator.quorum_steps import parse_quorum_step
-
-    if not quorum_breaks(scenario, protocol, invariant):
-        raise ValueError(f"{scenario.source} does not break {invariant} under {protocol}")
-    test = lambda steps: bool(steps) and quorum_breaks(replace(scenario, steps=tuple(steps)), protocol, invariant)  # noqa: E731
-    steps = ddmin(list(scenario.steps), test)
-    log(f"ddmin: {len(scenario.steps)} -> {len(steps)} steps")
-    steps = reduce_to_fixpoint(steps, test, lambda step: (parse_quorum_step(kind, args, scenario.servers)
-                                                          for simpler in _quorum_simplifications(step)
-                                                          for kind, args in simpler.items()))
-    log(f"simplified: {len(steps)} steps")
-    return replace(scenario, steps=tuple(steps))
+def shrink(scenario: Any, protocol: str, invariant: str, log: Callable[[str], None] = lambda _: None) -> Any:
+    """The smallest scenario found that still breaks ``invariant`` under ``protocol`` (``Shrinker``)."""
+    return Shrinker(scenario, protocol, invariant, log).shrink()
 
 
 def _shrunk_file(args: argparse.Namespace) -> Path:
@@ -275,115 +276,26 @@ def _shrunk_file(args: argparse.Namespace) -> Path:
     return Path(name) if args.file in getattr(args, "scenario_names", {}) else Path(args.file).with_name(name)
 
 
-def _cmd_shrink_quorum(args: argparse.Namespace, scenario) -> int:
-    """``replemu shrink FILE --protocol kraft853 --invariant NAME [--knob ...]`` of a quorum scenario."""
-    from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
-    from emulator.quorum_run import quorum_scenario_document, run_quorum_scenario
-    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-
-    if args.protocol not in QUORUM_VARIANT_NAMES:
-        return fail(f"replemu: error: {scenario.source} is a metadata-quorum scenario; --protocol {args.protocol} is a "
-                    f"partition protocol (quorum protocols: {', '.join(QUORUM_VARIANT_NAMES)})")
-    if args.invariant not in QUORUM_INVARIANT_NAMES:
-        return fail(f"replemu: error: unknown quorum invariant {args.invariant!r} (known: {', '.join(QUORUM_INVARIANT_NAMES)})")
-    if args.knobs:
-        return fail(f"replemu: error: --knob {next(iter(args.knobs))} is a partition knob; {scenario.source} is a "
-                    "metadata-quorum scenario (its knobs: docs/quorum.md)")
-    target = Path(args.out or _shrunk_file(args))
-    if args.quorum_knobs:  # the shrunk file carries them, so it replays with plain `replemu run --check`
-        scenario = replace(scenario, knobs={**scenario.knobs, **args.quorum_knobs})
-    try:
-        small = shrink_quorum(scenario, args.protocol, args.invariant, log=lambda m: print(m, file=sys.stderr))
-    except ValueError as exc:
-        return fail(f"replemu: error: {exc}")
-    found = sorted({v["invariant"] for v in run_quorum_scenario(small, args.protocol)["violations"]})
-    doc = quorum_scenario_document(
-        small, f"{args.invariant} under {args.protocol}, shrunk from {scenario.source} ({len(scenario.steps)} steps)",
-        expect={args.protocol: {"violations": found}})
-    doc["name"] = f"{scenario.name}-shrunk"
-    write_scenario(doc, target)
-    print(f"{len(scenario.steps)} -> {len(small.steps)} steps; wrote {target}; replay: replemu run {target} --protocol {args.protocol}")
-    return EXIT_OK
-
-
-# -- campaigns of the metadata quorum (docs/quorum.md "Campaigns and shrinking") ----------------------
-
-QUORUM_PROFILE = "quorum"  # the one walk a quorum campaign draws from (emulator.quorum_workload)
-
-
-def run_quorum_campaign(seed: int, partitions: int, protocols: list[str], out_dir: str | Path,
-                        knobs: dict[str, Any] | None = None, progress: bool | None = None) -> dict[str, Any]:
-    """``partitions`` seeded random quorum scenarios per preset, each judged by ``QuorumChecker``
-    (``run_quorum_scenario``); the report has the partition campaign's shape and its first findings
-    are written as quorum scenario files (with the knobs) that ``replemu run`` replays to them."""
-    from emulator.quorum_run import parse_quorum_scenario, run_quorum_scenario
-    from emulator.quorum_workload import generate_quorum_scenario
-
-    out = Path(out_dir)
-    report: dict[str, Any] = {"seed": seed, "profile": QUORUM_PROFILE, "protocols": {}}
-    if knobs:
-        report["knobs"] = dict(sorted(knobs.items()))
-    for protocol in protocols:
-        bar = Progress(partitions, f"{protocol:9}", enabled=progress)
-        docs: dict[int, dict] = {}
-
-        def results(protocol=protocol, bar=bar, docs=docs):
-            for k in range(partitions):
-                doc = generate_quorum_scenario(seed, k, protocol, knobs)
-                docs[k] = doc
-                scenario = parse_quorum_scenario(doc, source=f"quorum campaign {seed}/{protocol}/{k}")
-                bar.step()
-                yield k, run_quorum_scenario(scenario, protocol)
-
-        r = tally(results(), protocol, docs.__getitem__, out, seed, f"{QUORUM_PROFILE}-{protocol}")
-        report["protocols"][protocol] = r
-    return report
-
-
-def _cmd_campaign_quorum(args: argparse.Namespace, protocols: list[str]) -> int:
-    if args.profile != QUORUM_PROFILE:
-        return fail(f"replemu: error: --protocol {args.protocol} is a metadata-quorum protocol: its campaign draws from "
-                    f"--profile {QUORUM_PROFILE} (the partition profiles do not apply), got {args.profile[:80]!r}")
-    if args.knobs:
-        return fail(f"replemu: error: --knob {next(iter(args.knobs))} is a partition knob; --protocol {args.protocol} is a "
-                    "metadata-quorum protocol (its knobs: docs/quorum.md)")
-    knobs = getattr(args, "quorum_knobs", None) or {}
-    header = [f"  knobs {', '.join(f'{k}={v}' for k, v in sorted(knobs.items()))} (over each preset)"] * bool(knobs) + [
-        f"campaign seed {args.seed}  profile {QUORUM_PROFILE} (random walks over the quorum's steps)",
-        f"  scenarios {args.partitions}  protocols {','.join(protocols)}  engine local (the quorum core in this process)",
-        f"  per scenario k: stream replemu-quorum/{args.seed}/k (voters, length, every step); refused steps drawn again",
-    ]
-    print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
-    report = run_quorum_campaign(args.seed, args.partitions, protocols, args.out, knobs=knobs)
-    return _print_report(report, args.json, "scenario")
-
-
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-
     from .cli_common import DEFAULT_PROFILE
 
+    family = DEFAULT_FAMILY if args.protocol == "all" else family_of_protocol(args.protocol) or DEFAULT_FAMILY
     if args.profile is None:
-        args.profile = QUORUM_PROFILE if args.protocol in QUORUM_VARIANT_NAMES else DEFAULT_PROFILE
-    if args.protocol in QUORUM_VARIANT_NAMES:
-        problem = output_problem(args.out, "--out")
-        if problem:
-            return fail(f"replemu: error: {problem}")
-        return _cmd_campaign_quorum(args, [args.protocol])
-    if getattr(args, "quorum_knobs", None):
-        return fail(f"replemu: error: --knob {next(iter(args.quorum_knobs))} is a metadata-quorum knob; "
-                    f"--protocol {args.protocol} is a partition protocol")
-    profiles = load_profiles()
-    if args.profile not in profiles:
-        return fail(f"replemu: error: unknown profile {args.profile[:80]!r} (known: {', '.join(profiles)})")
-    problem = output_problem(args.out, "--out")
+        args.profile = family.campaign_walk or DEFAULT_PROFILE
+    foreign = foreign_knob(args, family)
+    if foreign:
+        return fail(f"replemu: error: --knob {foreign[0]} is a {foreign[1].title} knob; --protocol {args.protocol} is a "
+                    f"{family.title} protocol{family.knobs_hint}")
+    profiles = campaign_profiles(family)
+    problem = _profile_problem(family, args.profile, args.protocol, profiles) or output_problem(args.out, "--out")
     if problem:
         return fail(f"replemu: error: {problem}")
-    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    header = describe_campaign(args.seed, profiles[args.profile], args.partitions, protocols, args.engine, args.knobs)
+    protocols = list(family.variant_names()) if args.protocol == "all" else [args.protocol]
+    knobs = family_knobs(args, family)
+    header = family.describe_campaign(args.seed, profiles[args.profile], args.partitions, protocols, args.engine, knobs)
     print("\n".join(header), file=sys.stderr if args.json else sys.stdout, flush=True)
-    report = run_campaign(args.seed, args.profile, args.partitions, protocols, args.out, engine=args.engine, knobs=args.knobs)
-    return _print_report(report, args.json, "partition")
+    report = run_campaign(args.seed, args.profile, args.partitions, protocols, args.out, engine=args.engine, knobs=knobs)
+    return _print_report(report, args.json, family.campaign_unit)
 
 
 def _print_report(report: dict[str, Any], as_json: bool, unit: str) -> int:
@@ -404,58 +316,60 @@ def _print_report(report: dict[str, Any], as_json: bool, unit: str) -> int:
 
 
 def cmd_shrink(args: argparse.Namespace) -> int:
-    from emulator.quorum_run import QuorumScenario
-    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-    from scenario_io.yaml_files import load_any_scenario
-
+    """``replemu shrink FILE|--from-campaign SEED/PROFILE/K --protocol P --invariant NAME [--knob ...]``:
+    the scenario's family is its file's, else the protocol's."""
+    protocol_family = family_of_protocol(args.protocol) or DEFAULT_FAMILY
+    family, scenario = protocol_family, None
     if args.file is not None and args.from_campaign is None:
         problem = output_problem(args.out, "--out", file=True) if args.out else None
         if problem:
             return fail(f"replemu: error: {problem}")
         try:
-            loaded = load_any_scenario(args.file)
+            family, scenario = load_family_scenario(args.file)
         except ScenarioError as exc:
             return fail(f"replemu: invalid scenario: {exc}")
-        if isinstance(loaded, QuorumScenario):
-            return _cmd_shrink_quorum(args, loaded)
-    if args.protocol in QUORUM_VARIANT_NAMES:
-        return fail(f"replemu: error: --protocol {args.protocol} is a metadata-quorum protocol; shrink it with a quorum "
-                    "scenario FILE (a file that names voters)")
-    if getattr(args, "quorum_knobs", None):
-        return fail(f"replemu: error: --knob {next(iter(args.quorum_knobs))} is a metadata-quorum knob; give a quorum scenario FILE")
-    if args.invariant not in INVARIANT_NAMES:
-        return fail(f"replemu: error: unknown invariant {args.invariant!r} (known: {', '.join(INVARIANT_NAMES)})")
+    where = (f"{scenario.source} is a {family.title} scenario" if scenario is not None
+             else f"--protocol {args.protocol} is a {family.title} protocol")
+    if protocol_family is not family:
+        return fail(f"replemu: error: {where}; --protocol {args.protocol} is a {protocol_family.title} protocol "
+                    f"({family.qualifier}protocols: {', '.join(family.variant_names())})")
+    foreign = foreign_knob(args, family)
+    if foreign:
+        return fail(f"replemu: error: --knob {foreign[0]} is a {foreign[1].title} knob; {where}{family.knobs_hint}")
+    if args.invariant not in family.invariant_names():
+        return fail(f"replemu: error: unknown {family.qualifier}invariant {args.invariant!r} "
+                    f"(known: {', '.join(family.invariant_names())})")
     if (args.file is None) == (args.from_campaign is None):
         return fail("replemu: error: give a scenario FILE or --from-campaign SEED/PROFILE/PARTITION")
     problem = output_problem(args.out, "--out", file=True) if args.out else None
     if problem:
         return fail(f"replemu: error: {problem}")
+    knobs = family_knobs(args, family)
+    if scenario is not None:
+        target = Path(args.out or _shrunk_file(args))
+    else:
+        try:
+            seed, profile, number = args.from_campaign.split("/")
+            profiles = campaign_profiles(family)
+            problem = _profile_problem(family, profile, args.protocol, profiles) if family.campaign_walk else None
+            if problem:
+                return fail(f"replemu: error: {problem}")
+            per_protocol = family.cases_per_protocol  # then drawn under the preset and its knobs, as the campaign drew it
+            doc = family.generate_case(int(seed), int(number), profiles[profile], args.protocol if per_protocol else None,
+                                       knobs if per_protocol else None)
+            scenario = family.parse_scenario(doc, source=f"campaign {int(seed)}/{profile}/{int(number)}")
+            target = Path(args.out or f"out/shrunk/campaign-{seed}-{profile}-p{number}-{args.protocol}-{args.invariant}.yaml")
+        except ScenarioError as exc:
+            return fail(f"replemu: invalid scenario: {exc}")
+        except (ValueError, KeyError) as exc:
+            return fail(f"replemu: error: --from-campaign wants SEED/PROFILE/PARTITION: {exc}")
+    if knobs:  # the shrunk file carries them, so it replays with plain `replemu run --check`
+        scenario = family.with_knobs(scenario, knobs)
     try:
-        if args.file:
-            scenario = load_scenario(args.file)
-            target = Path(args.out or _shrunk_file(args))
-        else:
-            seed, profile, partition = args.from_campaign.split("/")
-            scenario = generate_scenario(int(seed), int(partition), load_profiles()[profile])
-            target = Path(args.out or f"out/shrunk/campaign-{seed}-{profile}-p{partition}-{args.protocol}-{args.invariant}.yaml")
-    except ScenarioError as exc:
-        return fail(f"replemu: invalid scenario: {exc}")
-    except (ValueError, KeyError) as exc:
-        return fail(f"replemu: error: --from-campaign wants SEED/PROFILE/PARTITION: {exc}")
-    if args.knobs:  # the shrunk file carries them, so it replays with plain `replemu run --check`
-        scenario = replace(scenario, config=replace(scenario.config, knobs=tuple(sorted({**dict(scenario.config.knobs), **args.knobs}.items()))))
-    try:
-        small = shrink(scenario, args.protocol, args.invariant, log=lambda m: print(m, file=sys.stderr))
+        shrinker = Shrinker(scenario, args.protocol, args.invariant, log=lambda m: print(m, file=sys.stderr))
+        small = shrinker.shrink()
     except ValueError as exc:
         return fail(f"replemu: error: {exc}")
-    # The expectation lists everything the shrunk scenario breaks (``--check`` is exact over the
-    # verdict invariants, which may break alongside the one asked for).
-    found = [v["invariant"] for v in run_scenario(small, args.protocol, prepare=seeder_for(small.initial_state))["violations"]]
-    doc = scenario_document(
-        small, f"{args.invariant} under {args.protocol}, shrunk from {scenario.source} ({len(scenario.steps)} steps)",
-        expect={args.protocol: {"violations": found}},
-    )
-    doc["name"] = f"{scenario.name}-shrunk"
-    write_scenario(doc, target)
+    write_scenario(shrinker.document(small), target)
     print(f"{len(scenario.steps)} -> {len(small.steps)} steps; wrote {target}; replay: replemu run {target} --protocol {args.protocol}")
     return EXIT_OK

@@ -6,8 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Iterable
 
+from emulator.families import FAMILIES, Family
+from emulator.partition_family import PARTITION
+from emulator.quorum_family import QUORUM
 from emulator.scenario import ScenarioError
-from scenario_io.yaml_files import load_any_scenario
+from scenario_io.yaml_files import load_family_scenario
 from streaming.events import duplicate_keys, quorum_scenario_rows, scenario_rows, write_event_files
 
 from .cli_common import EXIT_OK, fail, output_problem
@@ -18,23 +21,30 @@ def compile_scenarios(paths: Iterable[str | Path], out_dir: str | Path, split: i
 
     Metadata-quorum files (they name ``voters``; docs/quorum.md "Streaming") become the metadata
     partitions ``__cluster_metadata``/0, /1, ... in the order given; a stream runs one family, so
-    quorum and partition files are not compiled together."""
-    from emulator.quorum_run import QuorumScenario
+    files of two families are not compiled together."""
+    loaded = [load_family_scenario(p) for p in paths]
+    for family in FAMILIES.values():  # the first family (in the registry's order) among the files
+        first = next((s for f, s in loaded if f is family), None)
+        other = next(((f, s) for f, s in loaded if f is not family), None)
+        if first is not None and other is not None:
+            raise ScenarioError(f"{other[1].source} is a {other[0].title} scenario and {first.source} a {family.title} "
+                                f"one: a stream runs one family (a {other[0].name} or a {family.name} protocol), "
+                                f"compile them into two --out directories")
+    family, scenarios = (loaded[0][0] if loaded else PARTITION), [s for _, s in loaded]
+    return write_event_files(_event_rows(family, scenarios), out_dir, split=split, fmt=fmt)
 
-    paths = list(paths)
-    scenarios = [load_any_scenario(p) for p in paths]
-    quorum = [s for s in scenarios if isinstance(s, QuorumScenario)]
-    if quorum:
-        partition = [s for s in scenarios if not isinstance(s, QuorumScenario)]
-        if partition:
-            raise ScenarioError(f"{partition[0].source} is a partition scenario and {quorum[0].source} a metadata-quorum "
-                                f"one: a stream runs one family (a partition or a quorum protocol), compile them into "
-                                f"two --out directories")
-        return write_event_files([quorum_scenario_rows(s, k) for k, s in enumerate(quorum)], out_dir, split=split, fmt=fmt)
+
+def _event_rows(family: Family, scenarios: list) -> list[list[dict]]:
+    """The event rows of each scenario (``streaming.events``): a quorum scenario's are the metadata
+    partition of its number; partition scenarios are keyed by their topic and partition, which no
+    two may share.  (The one place that asks which family it holds: the stream's row builders are
+    not a Family hook yet.)"""
+    if family is QUORUM:
+        return [quorum_scenario_rows(s, k) for k, s in enumerate(scenarios)]
     duplicate = duplicate_keys(scenarios)
     if duplicate:
         raise ScenarioError(duplicate)
-    return write_event_files([scenario_rows(s) for s in scenarios], out_dir, split=split, fmt=fmt)
+    return [scenario_rows(s) for s in scenarios]
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

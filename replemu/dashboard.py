@@ -41,8 +41,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.bounds import short_list
+from emulator.families import FAMILIES, Family
 from emulator.invariants import INVARIANT_NAMES
-from emulator.result import ResultFormatError, check_result_document
+from emulator.partition_family import PARTITION
+from emulator.result import ResultFormatError
 
 from .cli_common import EXIT_OK, fail, output_problem
 
@@ -77,41 +79,6 @@ def partition_status(violated: list[str], lost: int, quarantined: int, not_expre
 
 # -- runs of ``replemu run --json`` (static export only) ---------------------------------------
 
-def _timeline_from_trace(trace: list[dict]) -> dict[str, Any]:
-    replicas = sorted(trace[0]["replicas"], key=int) if trace else []
-    tl: dict[str, Any] = {"steps": [], "events": [], "leader": [], "epoch": [],
-                          "replicas": {r: {"leo": [], "hw": [], "epoch": [], "role": [], "alive": []} for r in replicas}}
-    for t in trace:
-        tl["steps"].append(t["step"])
-        tl["events"].append(t.get("description") or json.dumps(t.get("event")))
-        tl["leader"].append(t["controller"]["leader"])
-        tl["epoch"].append(t["controller"]["epoch"])
-        for r in replicas:
-            s = t["replicas"][r]
-            for k in ("leo", "hw", "role", "alive"):
-                tl["replicas"][r][k].append(s[k])
-            tl["replicas"][r]["epoch"].append(s["leader_epoch"])
-    return tl
-
-
-def log_ops_from_trace(trace: list[dict]) -> list[list]:
-    """The log changes of a ``--trace`` (each step's whole logs) as the stream's ``log`` rows:
-    ``[step, replica, "append"|"truncate", offset, epoch, value]``."""
-    ops: list[list] = []
-    before: dict[str, list] = {}
-    for t in trace:
-        for rid in sorted(t["replicas"], key=int):
-            old, new = before.get(rid, []), t["replicas"][rid].get("log") or []
-            same = 0
-            while same < min(len(old), len(new)) and list(old[same]) == list(new[same]):
-                same += 1
-            if same < len(old):
-                ops.append([t["step"], int(rid), "truncate", same, None, None])
-            ops += [[t["step"], int(rid), "append", int(o), int(e), v] for o, e, v in new[same:]]
-            before[rid] = new
-    return ops
-
-
 def logs_at(ops: list[list], step: int, replicas: list[str] | None = None) -> dict[str, list[list]]:
     """Every replica's log (``[[offset, epoch, value], ...]``) after step ``step``: the ``log``
     operations up to it replayed (the page's script does the same; a quorum append's seventh
@@ -122,85 +89,6 @@ def logs_at(ops: list[list], step: int, replicas: list[str] | None = None) -> di
 
     upto = takewhile(lambda o: o[0] <= step, ops)  # ops are in step order
     return replay_logs(((o[1], o[2], o[3], o[4], o[5]) for o in upto), replicas or [])[0]
-
-
-# -- metadata-quorum results (``family: quorum``, docs/quorum.md) -----------------------------------
-
-def quorum_role(s: dict[str, Any]) -> str:
-    """A server's role as the views show it: Kafka's epoch state, with an unattached server that
-    voted shown as ``voted``, a non-voter that is not leading, resigned or campaigning as
-    ``observer``, and a server that is down as ``stopped``."""
-    if not s["alive"]:
-        return "stopped"
-    role = s["role"]
-    if role == "unattached" and s.get("voted_for") is not None:
-        return "voted"
-    if not s["voter"] and role in ("unattached", "follower"):
-        return "observer"
-    return role
-
-
-def quorum_timeline(trace: list[dict]) -> dict[str, Any]:
-    """The views' per-step timeline of a quorum ``--trace``, in the partition timeline's shape
-    (``steps``, ``events``, ``leader``, ``epoch``; per server ``leo``, ``hw``, ``epoch``, ``role``,
-    ``alive``) plus the quorum's own: ``voters`` (the voter set as the newest leader's log has it;
-    without a leader, the previous step's) and, per server, ``voters`` and ``voter``."""
-    servers = sorted(trace[0]["state"]["servers"], key=int) if trace else []
-    tl: dict[str, Any] = {"family": "quorum", "steps": [], "events": [], "leader": [], "epoch": [], "voters": [],
-                          "replicas": {s: {"leo": [], "hw": [], "epoch": [], "role": [], "alive": [], "voters": [], "voter": []}
-                                       for s in servers}}
-    for t in trace:
-        state = t["state"]
-        snap, leader = state["servers"], state["leader"]
-        tl["steps"].append(t["step"])
-        tl["events"].append(t.get("description") or "")
-        tl["leader"].append(leader)
-        if leader is not None and str(leader) in snap:
-            tl["epoch"].append(snap[str(leader)]["epoch"])
-            tl["voters"].append(list(snap[str(leader)]["voters"]))
-        else:
-            tl["epoch"].append(max(s["epoch"] for s in snap.values()))
-            tl["voters"].append(tl["voters"][-1] if tl["voters"] else list(snap[servers[0]]["voters"]))
-        for sid in servers:
-            s, d = snap[sid], tl["replicas"][sid]
-            for k in ("leo", "hw", "epoch", "alive", "voter"):
-                d[k].append(s[k])
-            d["role"].append(quorum_role(s))
-            d["voters"].append(list(s["voters"]))
-    return tl
-
-
-def quorum_log_ops(trace: list[dict]) -> list[list]:
-    """The log changes of a quorum ``--trace`` (each row's whole logs) as the views' log operations:
-    ``[step, server, "append"|"truncate", offset, epoch, value]``, an append of a control record
-    (LeaderChange, VotersRecord) with a seventh element, 1."""
-    ops: list[list] = []
-    before: dict[str, list] = {}
-    for t in trace:
-        servers = t["state"]["servers"]
-        for sid in sorted(servers, key=int):
-            if "log" not in servers[sid]:
-                continue
-            old, new = before.get(sid, []), servers[sid]["log"]
-            control = set(servers[sid].get("control") or ())
-            same = 0
-            while same < min(len(old), len(new)) and list(old[same]) == list(new[same]):
-                same += 1
-            if same < len(old):
-                ops.append([t["step"], int(sid), "truncate", same, None, None])
-            for o, e, v in new[same:]:
-                ops.append([t["step"], int(sid), "append", int(o), int(e), v] + ([1] if o in control else []))
-            before[sid] = new
-    return ops
-
-
-def _quorum_entry(r: dict[str, Any]) -> dict[str, Any]:
-    trace = r.get("trace")
-    has_logs = bool(trace) and all("log" in s for s in trace[0]["state"]["servers"].values())
-    return {"key": r["scenario"], "topic": r["scenario"], "partition": 0, "scenario": r["scenario"], "family": "quorum",
-            "steps": r["steps"], "timeline": quorum_timeline(trace) if trace else None,
-            "log": quorum_log_ops(trace) if has_logs else None, "violations": r["violations"], "losses": [],
-            "errors": r["errors"], "final": r["final"], "knobs": r.get("knobs")}
 
 
 def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:
@@ -215,22 +103,6 @@ def _summary_of(entry: dict[str, Any], quarantined: int = 0) -> dict[str, Any]:
             "first": {name: min(v["step"] for v in entry["violations"] if v["invariant"] == name) for name in violated}}
 
 
-def _quorum_results(data: Any, source: str) -> list[dict[str, Any]] | None:
-    """The results of a ``replemu run --json`` document of metadata-quorum scenarios, None when it
-    holds none (a partition document); a damaged quorum result is a ``DashboardError`` naming it."""
-    from emulator.quorum_run import quorum_result_problem
-
-    results = data if isinstance(data, list) else [data]
-    if not results or not any(isinstance(r, dict) and r.get("family") == "quorum" for r in results):
-        return None
-    for number, r in enumerate(results, start=1):
-        problem = quorum_result_problem(r)
-        if problem:
-            where = f"{source}: result {number}" if len(results) > 1 else source
-            raise DashboardError(f"{where}: {problem}")
-    return results
-
-
 def _knobs_note(knobs: Any) -> str:
     """`` (knob=value, ...)`` of a result run with knobs off its preset (a quorum result lists only those)."""
     if not isinstance(knobs, dict) or not knobs or len(knobs) > 4:
@@ -238,9 +110,14 @@ def _knobs_note(knobs: Any) -> str:
     return " (" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(knobs.items())) + ")"
 
 
-def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
-    from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
+def _family_of_results(results: list) -> Family:
+    """The family of a ``replemu run --json`` document's results: the first (in the registry's
+    order) that claims any of them; the partition family's, whose results of format 1 name none,
+    when none does (its check then says what the document is not)."""
+    return next((f for f in FAMILIES.values() if any(f.is_result(r) for r in results)), PARTITION)
 
+
+def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -252,38 +129,32 @@ def _run_from_json(path: Path, index: int) -> list[dict[str, Any]]:
     answered = [r for r in items if not (isinstance(r, dict) and isinstance(r.get("not_expressible"), dict))]
     results: list[dict[str, Any]] = []
     if answered or not refused:
-        quorum = _quorum_results(answered, str(path))
-        family = "partition" if quorum is None else "quorum"
-        results = quorum if quorum is not None else _checked(answered, str(path))
+        family = _family_of_results(answered)
+        results = _checked(answered, str(path), family)
     else:
-        family = "quorum" if any(r.get("family") == "quorum" for r in refused) else "partition"
-    if family == "partition" and refused:
-        _checked(refused, str(path))
+        family = _family_of_results(refused)
+    if refused:
+        _checked(refused, str(path), family)
     for r in refused:
         if not (isinstance(r.get("scenario"), str) and isinstance(r.get("protocol"), str)
                 and isinstance(r["not_expressible"].get("step"), int)):
             raise DashboardError(f"{path}: a \"not expressible\" result without its scenario, protocol or step")
     kept = {id(r) for r in (*results, *refused)}
     results = [r for r in items if id(r) in kept]  # the document's order
-    names = list(INVARIANT_NAMES) if family == "partition" else list(QUORUM_INVARIANT_NAMES)
+    names = list(family.invariant_names())
     runs: dict[str, dict] = {}
     for r in results:
         run = runs.setdefault(r["protocol"], {
             "id": f"f{index}-{r['protocol']}", "name": f"{path.name} {r['protocol']}{_knobs_note(r.get('knobs'))}",
-            "protocol": r["protocol"], "family": family, "invariants": names,
+            "protocol": r["protocol"], "family": family.name, "invariants": names,
             "source": str(path), "partitions": [], "batches": [], "docs_index": None, "quarantined": 0,
             "results": True})  # a run's results: one entry per scenario, shown by its name
         if isinstance(r.get("not_expressible"), dict):
             entry = {"key": r["scenario"], "topic": r["scenario"], "partition": 0, "scenario": r["scenario"],
                      "steps": r["not_expressible"]["step"], "timeline": None, "log": None, "violations": [], "losses": [],
                      "errors": [], "final": None, "not_expressible": _not_expressible_entry(r)}
-        elif family == "quorum":
-            entry = _quorum_entry(r)
         else:
-            trace = r.get("trace")
-            entry = {"key": r["scenario"], "topic": r["scenario"], "partition": 0, "scenario": r["scenario"], "steps": r["steps"],
-                     "timeline": _timeline_from_trace(trace) if trace else None, "log": log_ops_from_trace(trace) if trace else None,
-                     "violations": r["violations"], "losses": r["losses"], "errors": r["errors"], "final": r["final"]}
+            entry = family.view_entry(r)
         entry.update(_summary_of(entry))
         run["partitions"].append(entry)
     out = list(runs.values())
@@ -335,9 +206,9 @@ def _refused_entry(protocol: str | None, step: int) -> dict[str, Any]:
             "text": f"not expressible under {variant}: step {step}: {reason}"}
 
 
-def _checked(results: list, source: str) -> list[dict[str, Any]]:
+def _checked(results: list, source: str, family: Family) -> list[dict[str, Any]]:
     try:
-        return check_result_document(results, source)
+        return family.check_results(results, source)
     except ResultFormatError as exc:
         raise DashboardError(str(exc)) from None
 

@@ -1,8 +1,10 @@
 """``replemu run``: scenario files replayed through the core, in this process (no Spark), and
 what goes with it: ``replemu export`` writes a result's replicas as Kafka log directories,
 ``replemu inspect`` reads such directories back (``run --from-dirs`` starts from them), and
-``replemu steps`` prints the table of step kinds (docs/steps.md).  The human output is
-``replemu.report``'s.
+``replemu steps`` prints the table of step kinds (docs/steps.md).  ``cmd_run`` is one loop over
+the family of the files (``emulator.family.Family``): its presets, its run, its human output (step
+table, final logs, verdict), its ``--check`` and its words for a refused step; the scenario x
+variant matrix is ``replemu.report``'s.
 
 Not ``replemu/run.py``: ``replemu.run`` is the public API's function, and importing a submodule
 of the same name would put the module in its place on the package.
@@ -12,21 +14,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from emulator import VARIANT_NAMES, ScenarioError, dumps, run_scenario
-from emulator.quorum_run import QuorumScenario, run_quorum_scenario
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from emulator import ScenarioError, dumps
+from emulator.families import FAMILIES, Family, family_of_protocol
 from emulator.result import not_expressible_text
-from scenario_io.yaml_files import MAX_FILE_BYTES, load_any_scenario
+from scenario_io.yaml_files import MAX_FILE_BYTES, load_family_scenario
 
 from . import report
 from .cli_common import EXIT_CHECK_FAILED, EXIT_OK, fail, output_problem
 
 # What one run may be asked for (docs/run.md, "Long scenarios"): a step-by-step output keeps every
-# step's state until it is printed, so its memory grows with the steps (the table) or with the
-# steps times the logs (--trace, whose states carry the logs); verdicts alone have no such bound.
-MAX_TRACED_STEPS = 5_000  # --trace, --check of an ``at_step`` expectation, a quorum's step table
-MAX_TABLE_STEPS = 100_000  # the human step table of a partition scenario
+# step's state until it is printed, so its memory grows with the steps (the table, up to its
+# family's ``max_table_steps``) or with the steps times the logs (--trace, whose states carry the
+# logs); verdicts alone have no such bound.
+MAX_TRACED_STEPS = 5_000  # --trace, --check of an ``at_step`` expectation
 ANNOUNCE_BYTES = 4 << 20  # a file this large is announced on stderr before it is read
 
 
@@ -36,7 +38,24 @@ def _progress(source: str, protocol: str):
     return report
 
 
-def _length_problem(scenario, args: argparse.Namespace, quorum: bool) -> str | None:
+def family_knobs(args: argparse.Namespace, family: Family) -> dict[str, Any]:
+    """The ``--knob`` assignments of ``args`` that set knobs of ``family`` (``cli.main`` checked
+    every one names a knob of some family)."""
+    names = family.knob_names()
+    return family.parse_knobs([t for t in getattr(args, "knob", None) or () if t.partition("=")[0].strip() in names])
+
+
+def foreign_knob(args: argparse.Namespace, family: Family) -> tuple[str, Family] | None:
+    """The first ``--knob`` of ``args`` that sets another family's knob, with that family; None when none does."""
+    for other in FAMILIES.values():
+        if other is not family:
+            knobs = family_knobs(args, other)
+            if knobs:
+                return next(iter(knobs)), other
+    return None
+
+
+def _length_problem(scenario, args: argparse.Namespace, family: Family) -> str | None:
     """Why the output asked of ``scenario`` would not fit a run's memory; None when it would."""
     n = len(scenario.steps)
     fix = "--summary and --json (without --trace) replay any length"
@@ -46,90 +65,105 @@ def _length_problem(scenario, args: argparse.Namespace, quorum: bool) -> str | N
     if args.check and n > MAX_TRACED_STEPS and any("at_step" in (e or {}) for e in scenario.expect.values()):
         return (f"{scenario.source}: {n:,} steps; an at_step expectation (every step's state with its logs) is "
                 f"limited to {MAX_TRACED_STEPS:,} steps")
-    limit = MAX_TRACED_STEPS if quorum else MAX_TABLE_STEPS
+    limit = family.max_table_steps
     if not args.json and not args.summary and n > limit:
         return (f"{scenario.source}: {n:,} steps; the step-by-step table is limited to {limit:,} steps "
                 f"(use --summary for the verdicts, or --json)")
     return None
 
 
+def _mixed(loaded: list[tuple[Family, Any]]) -> str | None:
+    """Why files of more than one family cannot be run together; None when they are of one."""
+    for family in FAMILIES.values():  # the first family (in the registry's order) among the files
+        first = next((s for f, s in loaded if f is family), None)
+        if first is None:
+            continue
+        other = next(((f, s) for f, s in loaded if f is not family), None)
+        if other is None:
+            return None
+        return (f"{other[0].title} and {family.title} scenarios cannot be run together "
+                f"({first.source} is a {family.name} scenario, {other[1].source} is not)")
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    loaded = []
+    loaded: list[tuple[Family, Any]] = []
     try:
         for path in args.files:  # validate everything first
             size = Path(path).stat().st_size if Path(path).is_file() else 0
             size = size if size <= MAX_FILE_BYTES else 0  # (refused at once, unannounced)
             if size >= ANNOUNCE_BYTES:
                 print(f"replemu: reading {path} ({size / 1e6:,.1f} MB)", file=sys.stderr, flush=True)
-            loaded.append(load_any_scenario(path))
+            loaded.append(load_family_scenario(path))
             if size >= ANNOUNCE_BYTES:
-                print(f"replemu: {path}: {len(loaded[-1].steps):,} steps", file=sys.stderr, flush=True)
+                print(f"replemu: {path}: {len(loaded[-1][1].steps):,} steps", file=sys.stderr, flush=True)
     except ScenarioError as exc:
         return fail(f"replemu: invalid scenario: {exc}")
-    for s in loaded:
-        problem = _length_problem(s, args, isinstance(s, QuorumScenario))
+    for f, s in loaded:
+        problem = _length_problem(s, args, f)
         if problem:
             return fail(f"replemu: error: {problem}")
-    quorum = [s for s in loaded if isinstance(s, QuorumScenario)]
-    if quorum:
-        if len(quorum) != len(loaded):
-            return fail("replemu: error: partition and metadata-quorum scenarios cannot be run together "
-                        f"({quorum[0].source} is a quorum scenario, {next(s for s in loaded if s not in quorum).source} is not)")
-        return _run_quorum(quorum, args)
-    scenarios = loaded
-    try:
-        initial: list = [None] * len(scenarios)  # seeders of replica files, read once, checked against the replicas
-        if args.from_dirs or any(s.initial_state for s in scenarios):
-            from emulator import Replay, variant_named
-            from scenario_io.kafka_logs import seeder_for
+    problem = _mixed(loaded)
+    if problem:
+        return fail(f"replemu: error: {problem}")
+    family, scenarios = loaded[0][0], [s for _, s in loaded]
+    initial: list = [None] * len(scenarios)  # seeders of replica files, read once, checked against the replicas
+    if family.replica_dirs and (args.from_dirs or any(family.initial_state(s) for s in scenarios)):
+        from scenario_io.kafka_logs import seeder_for
 
+        try:
             for i, s in enumerate(scenarios):
                 try:
-                    initial[i] = seeder_for(s.initial_state, args.from_dirs)
+                    initial[i] = seeder_for(family.initial_state(s), args.from_dirs)
                     if initial[i]:
-                        initial[i](Replay(s.replicas, s.config, variant_named("kip320")))  # checks the broker ids
+                        family.check_prepare(s, initial[i])  # checks the broker ids
                 except ScenarioError:
                     raise
                 except ValueError as exc:  # ReplicaDirError
                     return fail(f"replemu: invalid initial state of {s.source}: {exc}")
-    except ScenarioError as exc:
-        return fail(f"replemu: invalid scenario: {exc}")
-    if args.protocol in QUORUM_VARIANT_NAMES:
-        return fail(f"replemu: error: --protocol {args.protocol} is a metadata-quorum protocol; "
-                    f"{scenarios[0].source} is a partition scenario (protocols: {', '.join(VARIANT_NAMES)}, all)")
-    if args.quorum_knobs:
-        return fail(f"replemu: error: --knob {next(iter(args.quorum_knobs))} is a metadata-quorum knob; "
-                    f"{scenarios[0].source} is a partition scenario")
-    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    # A step one variant's controller cannot take (a ZooKeeper-era forced election under KRaft) is
-    # that variant's answer, "not expressible", beside the others' verdicts; only a run where no
+        except ScenarioError as exc:
+            return fail(f"replemu: invalid scenario: {exc}")
+    other = None if args.protocol == "all" else family_of_protocol(args.protocol)
+    if other is not None and other is not family:
+        return fail(f"replemu: error: --protocol {args.protocol} is a {other.title} protocol; {scenarios[0].source} is a "
+                    f"{family.title} scenario (protocols: {', '.join(family.variant_names())}, all)")
+    foreign = foreign_knob(args, family)
+    if foreign:
+        return fail(f"replemu: error: --knob {foreign[0]} is a {foreign[1].title} knob; {scenarios[0].source} is a "
+                    f"{family.title} scenario{family.knobs_hint}")
+    if args.from_dirs and not family.replica_dirs:
+        return fail(f"replemu: error: --from-dirs reads partition replicas; a {family.title} scenario starts empty")
+    protocols = list(family.variant_names()) if args.protocol == "all" else [args.protocol]
+    knobs = family_knobs(args, family)
+    table = not args.json and not args.summary
+
+    # A step one variant cannot take (a ZooKeeper-era forced election under KRaft) is that
+    # variant's answer, "not expressible", beside the others' verdicts; only a run where no
     # (file, variant) could be replayed at all is refused as a whole (exit 2).
     def runs():
         for scenario, files in zip(scenarios, initial):
             for protocol in protocols:
                 wants_trace = args.check and "at_step" in (scenario.expect.get(protocol) or {})
-                yield scenario, protocol, run_scenario(
-                    scenario, protocol, trace=args.trace or wants_trace or (not args.json and not args.summary),
-                    prepare=files, knobs=args.knobs, refusal_as_result=True, trace_logs=args.trace or wants_trace,
-                    progress=_progress(scenario.source, protocol))
-    return _report(runs(), protocols, len(scenarios), args, PARTITION_RENDERERS, report.check_expectation,
-                   lambda p: f"not a step the {p} controller can take")
+                yield scenario, protocol, family.run(
+                    scenario, protocol, trace=args.trace or wants_trace or table, prepare=files, knobs=knobs,
+                    refusal_as_result=True, trace_logs=args.trace or wants_trace, progress=_progress(scenario.source, protocol))
+    return _report(runs(), protocols, len(scenarios), args, family)
 
 
-def _report(runs, protocols: list[str], scenarios: int, args: argparse.Namespace, renderers, check, refused) -> int:
+def _report(runs, protocols: list[str], scenarios: int, args: argparse.Namespace, family: Family) -> int:
     """Every (scenario, variant) result in order, each shown as it comes (its human output, its
     ``--check`` lines; its step-by-step trace dropped once shown): the exit status.  Nothing
-    replayable at all (every result "not expressible") is a refusal, in the words
-    ``refused(protocol)`` of the family; so "not expressible" results are held back until a result
-    with a verdict comes, and then shown in their place."""
+    replayable at all (every result "not expressible") is a refusal, in the family's words
+    (``refusal_words``); so "not expressible" results are held back until a result with a verdict
+    comes, and then shown in their place."""
     results, failures, held = [], [], []
 
     def show(scenario, protocol: str, result: dict) -> None:
         if not args.json:
-            _print_human(scenario, result, args.summary, renderers)
-        if args.check and not _agrees(scenario, protocol, _problems(result, scenario.expect.get(protocol), check), args):
+            _print_human(scenario, result, args.summary, family)
+        if args.check and not _agrees(scenario, protocol, _problems(result, scenario.expect.get(protocol), family), args):
             failures.append((scenario.name, protocol))
         if not args.trace:
             result.pop("trace", None)
@@ -147,16 +181,16 @@ def _report(runs, protocols: list[str], scenarios: int, args: argparse.Namespace
         scenario, protocol, result = held[0]
         n = result["not_expressible"]
         return fail(f"replemu: refused scenario: {scenario.source}: step {n['step']} ({n['description']}): "
-                    f"{refused(protocol)}: {n['reason']}")
+                    f"{family.refusal_words(protocol)}: {n['reason']}")
     return _finish(results, protocols, scenarios, failures, args)
 
 
-def _problems(result: dict, expect: dict | None, check) -> list[str]:
+def _problems(result: dict, expect: dict | None, family: Family) -> list[str]:
     """``--check``'s disagreements for one result: a variant the expect block names that could not
     replay the file disagrees with it; one it does not name has no expectation to meet."""
     if "not_expressible" in result:
         return [] if expect is None else [not_expressible_text(result)]
-    return check(result, expect)
+    return family.check_expectation(result, expect)
 
 
 def _agrees(scenario, protocol: str, problems: list[str], args: argparse.Namespace) -> bool:
@@ -179,33 +213,7 @@ def _finish(results: list[dict], protocols: list[str], scenarios: int, failures:
     return EXIT_CHECK_FAILED if failures else EXIT_OK
 
 
-def _run_quorum(scenarios: list[QuorumScenario], args: argparse.Namespace) -> int:
-    """``replemu run`` of metadata-quorum scenarios (docs/quorum.md): the same output, in the
-    quorum's columns (servers' roles, epochs, LEO/HW)."""
-    if args.protocol != "all" and args.protocol not in QUORUM_VARIANT_NAMES:
-        return fail(f"replemu: error: --protocol {args.protocol} is a partition protocol; {scenarios[0].source} is a "
-                    f"metadata-quorum scenario (protocols: {', '.join(QUORUM_VARIANT_NAMES)}, all)")
-    if args.knobs:
-        return fail(f"replemu: error: --knob {next(iter(args.knobs))} is a partition knob; {scenarios[0].source} is a "
-                    "metadata-quorum scenario (its knobs: docs/quorum.md)")
-    if args.from_dirs:
-        return fail("replemu: error: --from-dirs reads partition replicas; a metadata-quorum scenario starts empty")
-    protocols = list(QUORUM_VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    runs = ((scenario, protocol, run_quorum_scenario(scenario, protocol, trace=args.trace or (not args.json and not args.summary),
-                                                     knobs=args.quorum_knobs, refusal_as_result=True,
-                                                     progress=_progress(scenario.source, protocol)))
-            for scenario in scenarios for protocol in protocols)
-    return _report(runs, protocols, len(scenarios), args, QUORUM_RENDERERS, report.check_quorum_expectation,
-                   lambda p: f"refused under {p}")
-
-
-# (step table, final logs, verdict) of each family's result
-PARTITION_RENDERERS = (report.step_table, report.final_logs, report.verdict)
-QUORUM_RENDERERS = (report.quorum_step_table, report.quorum_final_logs, report.quorum_verdict)
-
-
-def _print_human(scenario, result, summary: bool, renderers=PARTITION_RENDERERS) -> None:
-    step_table, final_logs, verdict = renderers
+def _print_human(scenario, result, summary: bool, family: Family) -> None:
     if "not_expressible" in result:  # no steps, logs or verdict to show: the step and why
         print(f"verdict {result['scenario']} / {result['protocol']}: {not_expressible_text(result)}")
         if not summary:
@@ -216,11 +224,11 @@ def _print_human(scenario, result, summary: bool, renderers=PARTITION_RENDERERS)
         if scenario.description:
             print(scenario.description)
         print()
-        print(step_table(result))
+        print(family.step_table(result))
         print()
-        print(final_logs(result))
+        print(family.final_logs(result))
         print()
-    print(verdict(result))
+    print(family.verdict(result))
     if not summary:
         print()
 

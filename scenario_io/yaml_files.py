@@ -10,16 +10,16 @@ stand for 10^30 values) or refer to themselves.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 import yaml.cyaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from emulator.bounds import short_repr
-from emulator.config import config_to_dict
+from emulator.families import Family, family_of_document
+from emulator.partition_family import PARTITION
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
-from emulator.steps import STEP_TABLE
 
 MAX_DEPTH = 32  # a scenario file nests ~8 levels (expect.<variant>.at_step.<n>.replicas.<id>.log.<record>)
 MAX_ALIAS_EXPANSION = 10_000  # values an alias may stand for, summed over a document's aliases
@@ -279,46 +279,43 @@ def read_yaml(path: str | Path, what: str = "file") -> Any:
     return parse_yaml_text(text, str(path), what)
 
 
-def load_scenario(path: str | Path, data: Any = None) -> Scenario:
-    """Read and validate one scenario file; raises ``ScenarioError`` naming the file.
-    ``data``: the file's decoded document when the caller has read it already."""
-    path = Path(path)
-    if data is None:
-        data = read_yaml(path)
-
+def _resolver(path: Path) -> Callable[[str], str]:
+    """How a scenario file's paths (``initial_state``) resolve: relative to the file, to a directory."""
     def resolve(value: str) -> str:
         resolved = (path.parent / value).resolve()
         if not resolved.is_dir():
             raise ValueError(f"initial_state {short_repr(value)} is not a directory")
         return str(resolved)
+    return resolve
 
-    return parse_scenario(data, source=str(path), resolve_initial_state=resolve)
+
+def load_scenario(path: str | Path, data: Any = None) -> Scenario:
+    """Read and validate one partition scenario file; raises ``ScenarioError`` naming the file.
+    ``data``: the file's decoded document when the caller has read it already."""
+    path = Path(path)
+    if data is None:
+        data = read_yaml(path)
+    return parse_scenario(data, source=str(path), resolve_initial_state=_resolver(path))
+
+
+def load_family_scenario(path: str | Path) -> tuple[Family, Any]:
+    """A scenario file of any protocol family (``emulator.families.family_of_document``: a
+    metadata-quorum scenario when it names ``voters``) and its family; raises ``ScenarioError``
+    naming the file."""
+    data = read_yaml(path)  # once: a large file's decoding is most of its replay
+    family = family_of_document(data)
+    return family, family.parse_file(data, str(path), _resolver(Path(path)))
 
 
 def load_any_scenario(path: str | Path) -> Any:
-    """A partition scenario (``Scenario``) or, when the file names ``voters``, a metadata-quorum
-    scenario (``emulator.quorum_run.QuorumScenario``); raises ``ScenarioError`` naming the file."""
-    from emulator.quorum_run import is_quorum_document, parse_quorum_scenario
-
-    data = read_yaml(path)  # once: a large file's decoding is most of its replay
-    if is_quorum_document(data):
-        return parse_quorum_scenario(data, source=str(path))
-    return load_scenario(path, data)
+    """A scenario file of any protocol family (``load_family_scenario`` without the family)."""
+    return load_family_scenario(path)[1]
 
 
 def scenario_document(s: Scenario, description: str, expect: dict | None = None) -> dict[str, Any]:
-    """A scenario in the contract's YAML shape (``initial_state`` absolute, so it replays from anywhere)."""
-    doc: dict[str, Any] = {
-        "name": s.name, "description": description, "replicas": list(s.replicas), "config": config_to_dict(s.config),
-    }
-    if s.brokers:  # the scenario's other brokers (a reassignment's targets): every broker, as the file lists them
-        doc["brokers"] = list(s.broker_ids)
-    if s.initial_state:
-        doc["initial_state"] = s.initial_state
-    doc["steps"] = [STEP_TABLE.to_dict(step) for step in s.steps]
-    if expect:
-        doc["expect"] = expect
-    return doc
+    """A partition scenario in the contract's YAML shape (``initial_state`` absolute, so it replays
+    from anywhere): ``emulator.partition_family.PARTITION.document``."""
+    return PARTITION.document(s, description, expect)
 
 
 def write_scenario(data: dict, path: str | Path) -> Path:

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import BUNDLED, log_of, replemu, violated
 from emulator import VARIANT_NAMES, run_scenario
-from replemu.report import check_expectation
+from emulator.report import check_expectation
 from scenario_io.yaml_files import load_scenario
 
 FILES = sorted(BUNDLED.glob("*.yaml"))

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from conftest import replemu
-from replemu.replay import MAX_TABLE_STEPS, MAX_TRACED_STEPS
+from emulator.partition_family import PARTITION
+from replemu.replay import MAX_TRACED_STEPS
 from scenario_io import yaml_files
 from scenario_io.yaml_files import MAX_FILE_BYTES, load_any_scenario, parse_yaml_text
 
@@ -107,4 +108,4 @@ def test_step_by_step_outputs_beyond_their_limits_are_refused_at_once_and_verdic
                                   f"limited to {MAX_TRACED_STEPS:,} steps (--summary and --json (without --trace) replay any length)")
     out = replemu("run", str(path), "--protocol", "kip320", "--summary")
     assert (out.returncode, out.stdout, out.stderr) == (0, "verdict long / kip320: no invariant violated\n", "")
-    assert MAX_TABLE_STEPS > MAX_TRACED_STEPS  # the table's states carry no logs: it may be longer
+    assert PARTITION.max_table_steps > MAX_TRACED_STEPS  # the table's states carry no logs: it may be longer

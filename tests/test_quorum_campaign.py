@@ -12,7 +12,7 @@ import yaml
 from conftest import ROOT, replemu
 from emulator.quorum_run import parse_quorum_scenario, quorum_scenario_document
 from emulator.quorum_steps import parse_quorum_step, quorum_step_to_dict
-from replemu.campaign import quorum_breaks, shrink_quorum
+from replemu.campaign import breaks, shrink
 from scenario_io.yaml_files import load_any_scenario
 
 THESIS = ROOT / "conf" / "scenarios" / "quorum" / "thesis-membership-change.yaml"
@@ -46,13 +46,13 @@ def test_shrinking_the_thesis_bug_keeps_it_and_replays_with_check(tmp_path):
     small = load_any_scenario(outs[0])
     for i in range(len(small.steps)):
         candidate = replace(small, steps=small.steps[:i] + small.steps[i + 1:])
-        assert not quorum_breaks(candidate, "kraft853", "LeaderCompleteness"), i
+        assert not breaks(candidate, "kraft853", "LeaderCompleteness"), i
 
 
 def test_shrink_refuses_a_quorum_scenario_that_does_not_break_the_invariant():
     s = load_any_scenario(THESIS)
     with pytest.raises(ValueError, match="does not break LeaderCompleteness under kraft853"):
-        shrink_quorum(s, "kraft853", "LeaderCompleteness")
+        shrink(s, "kraft853", "LeaderCompleteness")
 
 
 @pytest.mark.parametrize("args, words", [
@@ -85,7 +85,7 @@ import json  # noqa: E402
 from emulator.quorum_run import run_quorum_scenario  # noqa: E402
 from emulator.quorum_variants import QUORUM_VARIANT_NAMES  # noqa: E402
 from emulator.quorum_workload import generate_quorum_scenario  # noqa: E402
-from replemu.campaign import run_quorum_campaign  # noqa: E402
+from replemu.campaign import run_campaign  # noqa: E402
 from scenario_io.yaml_files import write_scenario  # noqa: E402
 
 OFF = {"reconfig_requires_leader_epoch_commit": False}
@@ -103,8 +103,8 @@ def test_generated_quorum_scenarios_are_seeded_and_every_step_is_one_the_protoco
 
 
 def test_a_quorum_campaign_report_is_deterministic_and_shaped_like_the_partition_one(tmp_path):
-    a = run_quorum_campaign(1, 30, ["kraft853", "kraft996"], tmp_path / "a", knobs=OFF, progress=False)
-    b = run_quorum_campaign(1, 30, ["kraft853", "kraft996"], tmp_path / "b", knobs=OFF, progress=False)
+    a = run_campaign(1, "quorum", 30, ["kraft853", "kraft996"], tmp_path / "a", knobs=OFF, progress=False)
+    b = run_campaign(1, "quorum", 30, ["kraft853", "kraft996"], tmp_path / "b", knobs=OFF, progress=False)
     strip = lambda r: json.loads(json.dumps(r).replace(str(tmp_path / "a"), "").replace(str(tmp_path / "b"), ""))  # noqa: E731
     assert strip(a) == strip(b)
     assert set(a) == {"seed", "profile", "protocols", "knobs"} and a["profile"] == "quorum" and a["knobs"] == OFF
@@ -144,3 +144,20 @@ def test_the_quorum_campaign_command(tmp_path):
     bad = replemu("campaign", "--protocol", "hw", "--partitions", "3", "--seed", "1", "--profile", "clean", "--engine", "local",
                   "--out", str(tmp_path), "--knob", "pre_vote=true")
     assert bad.returncode == 2 and "--knob pre_vote is a metadata-quorum knob" in bad.stderr, bad.stderr
+
+
+def test_a_quorum_campaign_finding_shrinks_from_the_campaign_as_from_its_file(tmp_path):
+    """``--from-campaign SEED/quorum/K --protocol P`` draws scenario K of that quorum campaign again
+    (under P, as the campaign drew it): the same shrunk steps as the campaign's example file gives."""
+    doc = generate_quorum_scenario(3, 18, "kraft595")
+    path = write_scenario(doc, tmp_path / "campaign-3-quorum-kraft595-p18.yaml")
+    shrunk = {}
+    for how, source in (("file", (str(path),)), ("campaign", ("--from-campaign", "3/quorum/18"))):
+        out = tmp_path / f"{how}.yaml"
+        done = replemu("shrink", *source, "--protocol", "kraft595", "--invariant", "ElectionSafety", "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        shrunk[how] = yaml.safe_load(out.read_text())
+    assert shrunk["campaign"]["steps"] == shrunk["file"]["steps"] and len(shrunk["file"]["steps"]) < len(doc["steps"])
+    assert shrunk["campaign"]["expect"] == {"kraft595": {"violations": ["ElectionSafety"]}}
+    done = replemu("shrink", "--from-campaign", "3/hard/18", "--protocol", "kraft595", "--invariant", "ElectionSafety")
+    assert done.returncode == 2 and "its campaign draws from --profile quorum" in done.stderr, done.stderr
