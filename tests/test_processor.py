@@ -468,3 +468,28 @@ def test_the_state_is_a_flat_tuple_of_the_state_schema_and_survives_the_round_tr
     direct_rows, direct_state, _ = process_batch(events[0]["topic"], 0, events[6:], fields, stream_protocol("kip101"))
     assert feed(events[6:]) == list(direct_rows)
     assert to_tuple(direct_state) == feed.state_tuple
+
+
+# -- (g) one loop over every family -----------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol, header_type, header, step, stream_knobs, in_force", [
+    ("kip320", "partition", {"scenario": "k", "replicas": [1, 2], "config": {"knobs": {"fencing": False, "trunc_rule": "hw"}}},
+     ("elect", {"leader": 1, "epoch": 0, "isr": [1, 2]}), {"fencing": True}, {"fencing": True, "trunc_rule": "hw"}),
+    ("kraft996", "quorum", {"scenario": "q", "voters": [1, 2, 3], "knobs": {"pre_vote": True, "dynamic_voters": False}},
+     ("election_timeout", {"server": 1}), {"pre_vote": False}, {"pre_vote": False, "dynamic_voters": False}),
+], ids=["partition", "quorum"])
+def test_the_stream_s_knobs_win_over_a_header_s_own_in_either_family(protocol, header_type, header, step, stream_knobs,
+                                                                     in_force):
+    """``--protocol`` and ``--knob`` resolved once (``stream_protocol``); each partition's header
+    applies its own knobs under the stream's, which win: the summary names the knobs in force."""
+    resolved = stream_protocol(protocol, stream_knobs)
+    assert resolved.family.name == ("quorum" if header_type == "quorum" else "partition") and resolved.name == protocol
+    events = [{"topic": "t", "partition": 0, "seq": 0, "type": header_type, "args": json.dumps(header), "raw": None},
+              {"topic": "t", "partition": 0, "seq": 1, "type": step[0], "args": json.dumps(step[1]), "raw": None}]
+    rows, state, _ = process_batch("t", 0, events, None, resolved)
+    rows = list(rows)
+    assert not of_kind(rows, "quarantine"), reasons(rows)
+    summary, = of_kind(rows, "summary")
+    knobs = json.loads(summary["knobs"])
+    assert {k: knobs[k] for k in in_force} == in_force and summary["protocol"] == protocol
+    assert state["header"] == "ok" and state["steps_applied"] == 1
