@@ -1,7 +1,9 @@
 """The per-partition work of one micro-batch: decode, sort by sequence, step the core, encode.
 
 ``process_batch`` is what the ``applyInPandasWithState`` function calls for one group, kept free
-of Spark so it can be tested and benchmarked alone.  Rows are applied strictly in ``seq`` order:
+of Spark so it can be tested and benchmarked alone: one loop for every protocol family, which
+drives the family's stream hooks (``emulator.family.Family``, "stream") and lays out the rows
+they hand over.  Rows are applied strictly in ``seq`` order:
 a row ahead of a gap waits in the state until the gap fills (and a gap that outlives the state
 timeout is reported once in quarantine); a row that cannot be applied — duplicate or
 out-of-order sequence, unknown step type, bad arguments, replica not in the partition,
