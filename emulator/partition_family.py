@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
-from . import report
+from . import partition_stream, report
 from .config import config_to_dict
-from .family import Family
+from .family import Family, StreamRows
 from .invariants import INVARIANT_NAMES
 from .result import check_result_document
 from .run import Replay, run_scenario
@@ -177,6 +177,49 @@ class PartitionFamily(Family):
     # -- search (explore) --------------------------------------------------------------------------
 
     # -- stream ------------------------------------------------------------------------------------
+    stream_header_type = partition_stream.PARTITION_HEADER_TYPE
+    stream_ticks = True  # the workload source's ticks are partition steps (emulator.workload)
+
+    def stream_misplaced_header(self, seq: int, kind: Any, protocol: str) -> str:
+        return f"seq {seq}: the partition header must be seq 0 with type {partition_stream.PARTITION_HEADER_TYPE!r}"
+
+    def stream_headerless(self, seq: int) -> str:
+        return f"seq {seq}: the partition has no valid header (seq 0)"
+
+    def parse_stream_header(self, args_json: str) -> tuple[str, Any]:
+        return partition_stream.parse_header(args_json)
+
+    def stream_model(self, header: Any, variant: Any, knobs: dict[str, Any] | None) -> Any:
+        return partition_stream.start_replay(header, variant, knobs)
+
+    def stream_step_ids(self, model: Any) -> tuple[int, ...]:
+        # every broker a step may name: the scenario's replicas and other brokers (a reassignment's)
+        return tuple(model.partition.replicas)
+
+    def parse_stream_step(self, where: str, seq: int, kind: Any, args_json: str,
+                          ids: tuple[int, ...]) -> tuple[Any, str]:
+        return partition_stream.parse_step_row(where, seq, kind, args_json, ids)
+
+    def stream_rows(self, timeline: list[tuple]) -> StreamRows:
+        return partition_stream.PartitionStreamRows(timeline)
+
+    def stream_apply(self, model: Any, step: Any, seq: int, description: str, rows: StreamRows) -> None:
+        partition_stream.apply_step(model, step, seq, description, rows)
+
+    def stream_compact(self, model: Any, min_records: int, rows: StreamRows) -> None:
+        partition_stream.compact(model, min_records, rows)
+
+    def stream_verdicts(self, model: Any) -> tuple[int | None, int, tuple[str, ...]]:
+        return partition_stream.verdicts(model)
+
+    def stream_summary(self, model: Any, steps: int) -> dict[str, Any]:
+        return partition_stream.summary(model, steps)
+
+    def stream_document(self, model: Any) -> dict[str, Any]:
+        return partition_stream.document(model)
+
+    def stream_restore(self, document: Any, violated: str) -> Any:
+        return partition_stream.restore(document)
 
 
 PARTITION = PartitionFamily("partition", "partition", "docs/protocol.md")

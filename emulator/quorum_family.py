@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
-from . import quorum_report
-from .family import Family
+from . import partition_stream, quorum_report, quorum_stream
+from .family import Family, StreamRows
 from .quorum_invariants import QUORUM_INVARIANT_NAMES
 from .quorum_run import (
     QuorumScenario,
@@ -152,6 +152,44 @@ class QuorumFamily(Family):
     # -- search (explore) --------------------------------------------------------------------------
 
     # -- stream ------------------------------------------------------------------------------------
+    stream_header_type = quorum_stream.QUORUM_HEADER_TYPE
+
+    def stream_header_types(self) -> tuple[str, ...]:
+        return (quorum_stream.QUORUM_HEADER_TYPE, partition_stream.PARTITION_HEADER_TYPE)  # a partition header is refused by name
+
+    def stream_misplaced_header(self, seq: int, kind: Any, protocol: str) -> str:
+        return quorum_stream.misplaced_header(seq, kind, protocol)
+
+    def stream_headerless(self, seq: int) -> str:
+        return f"seq {seq}: the metadata partition has no valid header (seq 0)"
+
+    def parse_stream_header(self, args_json: str) -> tuple[str, Any]:
+        return quorum_stream.parse_header(args_json)
+
+    def stream_model(self, header: Any, variant: Any, knobs: dict[str, Any] | None) -> Any:
+        return quorum_stream.start_quorum(header, variant, knobs)
+
+    def stream_step_ids(self, model: Any) -> tuple[int, ...]:
+        return tuple(sorted(model.q.servers))
+
+    def parse_stream_step(self, where: str, seq: int, kind: Any, args_json: str,
+                          ids: tuple[int, ...]) -> tuple[Any, str]:
+        return quorum_stream.parse_step_row(seq, kind, args_json, ids)
+
+    def stream_apply(self, model: Any, step: Any, seq: int, description: str, rows: StreamRows) -> None:
+        quorum_stream.apply_step(model, step, seq, description, rows)
+
+    def stream_verdicts(self, model: Any) -> tuple[int | None, int, tuple[str, ...]]:
+        return quorum_stream.verdicts(model)
+
+    def stream_summary(self, model: Any, steps: int) -> dict[str, Any]:
+        return quorum_stream.summary(model, steps)
+
+    def stream_document(self, model: Any) -> dict[str, Any]:
+        return quorum_stream.document(model)
+
+    def stream_restore(self, document: Any, violated: str) -> Any:
+        return quorum_stream.restore(document, violated)
 
 
 QUORUM = QuorumFamily("quorum", "metadata-quorum", "docs/quorum.md")

@@ -22,19 +22,21 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.invariants import REGISTRY
-from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
+from emulator.quorum_family import QUORUM
 
 TIMELINE_COLUMNS = ("topic", "partition", "seq", "replica", "role", "alive", "leo", "hw", "leader_epoch",
                     "cache_increasing", "leading")
 PARTITION_COLUMNS = ("partition_key", "leader_in_isr", "offsets_contiguous") + tuple(inv.name for inv in REGISTRY)
 # A metadata-quorum stream's partitions frame (docs/quorum.md "Streaming"): one row per metadata
 # partition, one boolean column per invariant of the quorum registry (True: violated so far).
-QUORUM_PARTITION_COLUMNS = ("partition_key",) + QUORUM_INVARIANT_NAMES
-FAMILIES = ("partition", "quorum")
+QUORUM_PARTITION_COLUMNS = ("partition_key",) + QUORUM.invariant_names()
+# Each protocol family's partitions frame (by ``Family.name``): its columns.
+PARTITIONS_COLUMNS = {"partition": PARTITION_COLUMNS, QUORUM.name: QUORUM_PARTITION_COLUMNS}
+FAMILIES = tuple(PARTITIONS_COLUMNS)
 
 
 def partition_columns(family: str = "partition") -> tuple[str, ...]:
-    return QUORUM_PARTITION_COLUMNS if family == "quorum" else PARTITION_COLUMNS
+    return PARTITIONS_COLUMNS[family]
 # The order of each frame's rows (GX names the first offending rows in it).
 ORDER = {"timeline": ("topic", "partition", "seq", "replica"), "partitions": ("topic", "partition")}
 # The columns that name a row's partition in GX's bounded list of offending rows, per frame.
@@ -76,7 +78,7 @@ def validation_frames_spark(kinds: dict[str, Any], spark=None, ordered: bool = T
     the partitions frame keeps its ``topic`` and ``partition`` columns, for a caller that brings
     the rows to one process and puts them in order there (``local_frame``): a sort in Spark is two
     jobs (a sample of the keys, then the sort)."""
-    from pyspark.sql import SparkSession, Window
+    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     spark = spark or next((df.sparkSession for df in kinds.values() if df is not None), None) or SparkSession.getActiveSession()
@@ -94,22 +96,36 @@ def validation_frames_spark(kinds: dict[str, Any], spark=None, ordered: bool = T
     if ordered:
         timeline = timeline.orderBy(*ORDER["timeline"])
 
-    log = kind("log").where(F.col("op").isin("append", "truncate"))
+    partitions = PARTITIONS_FRAMES[family](kind("summary"), kind("log"), ordered)
+    return {"timeline": timeline, "partitions": partitions}
+
+
+def quorum_partitions(s, log, ordered: bool):
+    """A metadata-quorum stream's partitions frame: the quorum registry's verdicts only (its
+    summary rows' ``violated``)."""
+    from pyspark.sql import functions as F
+
+    violated = F.split(F.coalesce(F.col("violated"), F.lit("")), ",")
+    partitions = s.select("topic", "partition",
+                          F.concat_ws("/", F.col("topic"), F.col("partition").cast("string")).alias("partition_key"),
+                          *[F.array_contains(violated, name).alias(name) for name in QUORUM_PARTITION_COLUMNS[1:]])
+    if ordered:
+        partitions = partitions.orderBy(*ORDER["partitions"]).select(*QUORUM_PARTITION_COLUMNS)
+    return partitions
+
+
+def partition_partitions(s, log, ordered: bool):
+    """The partition family's partitions frame: the controller's leader in its ISR, the batch's
+    log rows contiguous, one column per invariant of the registry."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    log = log.where(F.col("op").isin("append", "truncate"))
     by_replica = Window.partitionBy("topic", "partition", "replica").orderBy("seq", "idx")
     expected_next = F.when(F.col("op") == "append", F.col("offset") + 1).otherwise(F.col("offset"))
     gapped = (log.select("topic", "partition", "op", "offset", F.lag(expected_next).over(by_replica).alias("expected"))
               .where((F.col("op") == "append") & F.col("expected").isNotNull() & (F.col("expected") != F.col("offset")))
               .select("topic", "partition").distinct().withColumn("gapped", F.lit(True)))
-
-    s = kind("summary")
-    if family == "quorum":  # the quorum registry's verdicts only (streaming.quorum_stream's summary rows)
-        violated = F.split(F.coalesce(F.col("violated"), F.lit("")), ",")
-        partitions = s.select("topic", "partition",
-                              F.concat_ws("/", F.col("topic"), F.col("partition").cast("string")).alias("partition_key"),
-                              *[F.array_contains(violated, name).alias(name) for name in QUORUM_INVARIANT_NAMES])
-        if ordered:
-            partitions = partitions.orderBy(*ORDER["partitions"]).select(*QUORUM_PARTITION_COLUMNS)
-        return {"timeline": timeline, "partitions": partitions}
     controller = F.from_json("final", "struct<controller:struct<leader:int,isr:array<int>>>")["controller"]
     names = F.array_union(
         F.filter(F.split(F.coalesce(F.col("violated"), F.lit("")), ","), lambda x: x != ""),
@@ -124,8 +140,11 @@ def validation_frames_spark(kinds: dict[str, Any], spark=None, ordered: bool = T
                                      F.lit(False)).alias("leader_in_isr"),
                           F.col("gapped").isNull().alias("offsets_contiguous"),
                           *[F.coalesce(F.array_contains("names", inv.name), F.lit(False)).alias(inv.name) for inv in REGISTRY]))
-    partitions = partitions.orderBy(*ORDER["partitions"]).select(*PARTITION_COLUMNS) if ordered else partitions
-    return {"timeline": timeline, "partitions": partitions}
+    return partitions.orderBy(*ORDER["partitions"]).select(*PARTITION_COLUMNS) if ordered else partitions
+
+
+# Each protocol family's partitions frame in Spark (by ``Family.name``): (summary, log, ordered) -> DataFrame.
+PARTITIONS_FRAMES = {"partition": partition_partitions, QUORUM.name: quorum_partitions}
 
 
 def local_frame(name: str, frame, family: str = "partition"):

@@ -52,13 +52,14 @@ def _meta(name: str) -> dict:
 
 
 def build_checks(family: str = "partition") -> list[Check]:
-    """The checks of one protocol family's suites: the partition registry's (``emulator.invariants``),
-    or with ``family="quorum"`` the metadata quorum's (``QUORUM_INVARIANTS``, docs/quorum.md "Streaming")."""
+    """The checks of one protocol family's suites (``family``: its ``Family.name``; ``SUITES``)."""
+    return suite_of(family).checks()
+
+
+def partition_checks() -> list[Check]:
+    """The partition family's suites, generated from its registry (``emulator.invariants``)."""
     import great_expectations.expectations as gxe
     from great_expectations.expectations.row_conditions import Column
-
-    if family == "quorum":
-        return quorum_checks()
 
     checks = [
         Check("timeline", "HighWatermarkSanity", gxe.ExpectColumnPairValuesAToBeGreaterThanB(
@@ -126,28 +127,46 @@ def _gapped_logs(log_rows) -> set[tuple[str, int]]:
     return broken
 
 
+_EMPTY_COLUMNS = ["topic", "partition", "seq", "idx", "replica", "role", "alive", "leo", "hw", "leader_epoch",
+                  "epoch_cache", "op", "offset", "final", "violated", "final_findings"]
+
+
 def frames_from_outputs(outputs: dict[str, Any], family: str = "partition") -> dict[str, Any]:
-    """The two validation frames from one micro-batch's outputs (kind -> pandas frame); a quorum
-    stream's (``family="quorum"``) partitions frame has the quorum registry's columns."""
+    """The two validation frames from one micro-batch's outputs (kind -> pandas frame); the
+    partitions frame is the family's (``family``: its ``Family.name``; ``SUITES``)."""
     import pandas as pd
 
-    empty = pd.DataFrame(columns=["topic", "partition", "seq", "idx", "replica", "role", "alive", "leo", "hw", "leader_epoch",
-                                  "epoch_cache", "op", "offset", "final", "violated", "final_findings"])
+    empty = pd.DataFrame(columns=_EMPTY_COLUMNS)
     timeline = outputs.get("timeline", empty)[["topic", "partition", "seq", "replica", "role", "alive", "leo", "hw",
                                                "leader_epoch", "epoch_cache"]].copy()
     timeline["cache_increasing"] = [_cache_increasing(c) for c in timeline["epoch_cache"]]
     timeline["leading"] = (timeline["role"] == "leader") & (timeline["alive"] == True)  # noqa: E712
     timeline = timeline.drop(columns=["epoch_cache"]).reset_index(drop=True)
+    return {"timeline": timeline, "partitions": suite_of(family).partitions(outputs)}
 
+
+def quorum_partitions_frame(outputs: dict[str, Any]):
+    """A metadata-quorum stream's partitions frame: one row per summary, one column per invariant
+    of the quorum registry (True: violated so far)."""
+    import pandas as pd
+
+    from expectations.spark_frames import QUORUM_PARTITION_COLUMNS
+
+    summary = outputs.get("summary", pd.DataFrame(columns=_EMPTY_COLUMNS))
+    names = QUORUM_PARTITION_COLUMNS[1:]
+    rows = [{"partition_key": f"{s['topic']}/{s['partition']}",
+             **{name: name in set((s["violated"] or "").split(",")) for name in names}}
+            for s in summary.to_dict("records")]
+    return pd.DataFrame(rows, columns=list(QUORUM_PARTITION_COLUMNS))
+
+
+def partition_partitions_frame(outputs: dict[str, Any]):
+    """The partition family's partitions frame: the leader in the ISR, the batch's log rows
+    contiguous, and one column per invariant of the registry (True: violated so far)."""
+    import pandas as pd
+
+    empty = pd.DataFrame(columns=_EMPTY_COLUMNS)
     summary = outputs.get("summary", empty)
-    if family == "quorum":
-        from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
-        from expectations.spark_frames import QUORUM_PARTITION_COLUMNS
-
-        rows = [{"partition_key": f"{s['topic']}/{s['partition']}",
-                 **{name: name in set((s["violated"] or "").split(",")) for name in QUORUM_INVARIANT_NAMES}}
-                for s in summary.to_dict("records")]
-        return {"timeline": timeline, "partitions": pd.DataFrame(rows, columns=list(QUORUM_PARTITION_COLUMNS))}
     broken = _gapped_logs(outputs.get("log", empty))
     part_rows = []
     for s in summary.to_dict("records"):
@@ -161,7 +180,32 @@ def frames_from_outputs(outputs: dict[str, Any], family: str = "partition") -> d
             **{inv.name: inv.name in violated for inv in REGISTRY},
         })
     columns = ["partition_key", "leader_in_isr", "offsets_contiguous"] + [inv.name for inv in REGISTRY]
-    return {"timeline": timeline, "partitions": pd.DataFrame(part_rows, columns=columns)}
+    return pd.DataFrame(part_rows, columns=columns)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One protocol family's expectation suites: its checks, its partitions frame (pandas), the
+    prefix of its suites' names (the Spark form of the frames: ``spark_frames.PARTITIONS_FRAMES``)."""
+
+    checks: Callable[[], list[Check]]
+    partitions: Callable[[dict[str, Any]], Any]
+    prefix: str
+
+
+# Each protocol family's suites, by ``Family.name`` (``ExpectationsObserver(family=...)``: the
+# stream's family, resolved once with its protocol).
+SUITES: dict[str, Suite] = {
+    "partition": Suite(partition_checks, partition_partitions_frame, "replemu"),
+    "quorum": Suite(quorum_checks, quorum_partitions_frame, "replemu-quorum"),
+}
+
+
+def suite_of(family: str) -> Suite:
+    try:
+        return SUITES[family]
+    except KeyError:
+        raise ValueError(f"no expectation suites for the protocol family {family!r} (known: {', '.join(SUITES)})") from None
 
 
 
@@ -241,7 +285,7 @@ class BatchValidator:
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.family = family
         self.checks = build_checks(family)
-        prefix = self.prefix = "replemu-quorum" if family == "quorum" else "replemu"
+        prefix = self.prefix = suite_of(family).prefix
         self.results_dir = Path(results_dir).resolve() if results_dir is not None else None
         self._run_times: dict[tuple[str, str], Any] = {}  # (suite, run name) -> run time, without a results_dir
         self.docs_dir = Path(docs_dir).resolve() if docs_dir else None  # GX resolves relative paths elsewhere

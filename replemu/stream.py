@@ -17,9 +17,12 @@ import sys
 import threading
 from pathlib import Path
 
-from emulator import VARIANT_NAMES, dumps
+from emulator import dumps
 from emulator.bounds import short_list
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from emulator.families import family_named, family_of_protocol
+from emulator.family import Family
+from emulator.partition_family import PARTITION
+from emulator.quorum_family import QUORUM
 from streaming.progress import counted
 from streaming.storage import is_uri, join
 
@@ -45,43 +48,54 @@ def _input_problem(path: str | None, drains: bool) -> str | None:
     return None
 
 
+def stream_family(args: argparse.Namespace) -> Family:
+    """The protocol family the stream runs: ``--protocol``'s; for ``all``, the input's (the
+    metadata quorum's for compiled quorum scenarios, ``args.quorum_all``), else the partition family."""
+    if args.protocol != "all":
+        family = family_of_protocol(args.protocol)
+        if family is None:
+            raise ValueError(f"unknown protocol {args.protocol!r}")
+        return family
+    return QUORUM if getattr(args, "quorum_all", False) else PARTITION
+
+
 def _family_problem(args: argparse.Namespace) -> str | None:
     """A metadata-quorum protocol takes quorum knobs only and no workload, a partition protocol
     partition knobs only (docs/quorum.md "Streaming"); for a quorum protocol ``args.knobs``
     becomes the quorum knobs (what the job and the checkpoint's identity see)."""
     quorum_knobs = getattr(args, "quorum_knobs", None) or {}
-    if args.protocol in QUORUM_VARIANT_NAMES or getattr(args, "quorum_all", False):
+    family = stream_family(args)
+    if family is QUORUM:
         if args.knobs:
-            which = (f"--protocol {args.protocol} is a metadata-quorum protocol" if args.protocol != "all" else
-                     f"--input {args.input} holds metadata-quorum events (--protocol all: every quorum preset)")
-            return f"--knob {next(iter(args.knobs))} is a partition knob; {which} (its knobs: docs/quorum.md)"
-        if args.workload:
-            return (f"--workload generates partition events; --protocol {args.protocol} streams compiled "
-                    f"metadata-quorum scenarios (replemu compile FILE --out DIR, then --input DIR)")
+            which = (f"--protocol {args.protocol} is a {family.title} protocol" if args.protocol != "all" else
+                     f"--input {args.input} holds {family.title} events (--protocol all: every {family.name} preset)")
+            return f"--knob {next(iter(args.knobs))} is a {PARTITION.title} knob; {which} (its knobs: {family.docs})"
         args.knobs = dict(quorum_knobs)
     elif quorum_knobs:
-        return (f"--knob {next(iter(quorum_knobs))} is a metadata-quorum knob; --protocol {args.protocol} is a "
-                f"partition protocol (quorum protocols: {', '.join(QUORUM_VARIANT_NAMES)})")
+        return (f"--knob {next(iter(quorum_knobs))} is a {QUORUM.title} knob; --protocol {args.protocol} is a "
+                f"{family.title} protocol ({QUORUM.name} protocols: {', '.join(QUORUM.variant_names())})")
+    if args.workload and not family.stream_ticks:
+        return (f"--workload generates {PARTITION.title} events; --protocol {args.protocol} streams compiled "
+                f"{family.title} scenarios (replemu compile FILE --out DIR, then --input DIR)")
     return None
 
 
 def _input_family_problem(path: str, protocol: str) -> str | None:
-    """Why ``--input``'s events cannot run under ``protocol``: quorum events under a partition
-    protocol or the reverse (told by the first header row, ``streaming.files.input_family``);
-    ``all`` is every variant of the input's family, as for ``replemu run``."""
+    """Why ``--input``'s events cannot run under ``protocol``: events of another family (told by
+    the first header row, ``streaming.files.input_family``); ``all`` is every variant of the
+    input's family, as for ``replemu run``."""
     if is_uri(path) or protocol == "all":
         return None  # a URI is read by Spark only: a header of the other family is quarantined there
     from streaming.files import input_family
 
-    family, where = input_family(path)
-    wanted = "quorum" if protocol in QUORUM_VARIANT_NAMES else "partition"
-    if family is None or family == wanted:
+    name, where = input_family(path)
+    wanted = family_of_protocol(protocol)
+    if name is None or wanted is None or name == wanted.name:
         return None
-    if family == "quorum":
-        return (f"--input {path}: {where} holds metadata-quorum events (a 'quorum' header row); stream them with a "
-                f"quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}), not --protocol {protocol}")
-    return (f"--input {path}: {where} holds partition events (a 'partition' header row); --protocol {protocol} is a "
-            f"metadata-quorum protocol: stream them with a partition protocol ({', '.join(VARIANT_NAMES)}, all)")
+    found = family_named(name)
+    return (f"--input {path}: {where} holds {found.title} events (a {found.stream_header_type!r} header row); "
+            f"--protocol {protocol} is a {wanted.title} protocol: stream them with a {found.title} protocol "
+            f"({', '.join(found.variant_names())}, all)")
 
 
 def _input_family(path: str) -> str | None:
@@ -94,7 +108,7 @@ def all_protocols(args: argparse.Namespace) -> list[str]:
     """The variants a stream runs: ``--protocol``'s, or for ``all`` every one of the input's family."""
     if args.protocol != "all":
         return [args.protocol]
-    return list(QUORUM_VARIANT_NAMES) if getattr(args, "quorum_all", False) else list(VARIANT_NAMES)
+    return list(stream_family(args).variant_names())
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
@@ -122,6 +136,12 @@ def cmd_stream(args: argparse.Namespace) -> int:
     problem = _family_problem(args)
     if problem:
         return fail(f"replemu: error: {problem}")
+    from streaming.processor import stream_protocol
+
+    try:  # --protocol and --knob as the job runs them: (family, variant, knobs), once per variant
+        streams = [stream_protocol(protocol, args.knobs) for protocol in all_protocols(args)]
+    except ValueError as exc:
+        return fail(f"replemu: error: {exc}")
     from streaming.operators import state_store_for
 
     try:  # the operator's state store: transformWithState runs on RocksDB only
@@ -183,13 +203,13 @@ def cmd_stream(args: argparse.Namespace) -> int:
     if args.remote is not None and remote_unreachable(args.remote):  # before the checkpoint is touched
         return fail(f"replemu: {remote_unreachable(args.remote)}", status=EXIT_FAILED)
     if is_uri(args.checkpoint) or is_uri(args.output):  # a Hadoop filesystem: reached through the driver's JVM
-        return _run_stream_queries(args, trigger, workload, claim=claim)
+        return _run_stream_queries(args, streams, trigger, workload, claim=claim)
     try:
         held = claim()  # plain paths: checked and locked before Spark starts
     except CheckpointError as exc:
         return fail(f"replemu: error: {exc}")
     with held:
-        return _run_stream_queries(args, trigger, workload)
+        return _run_stream_queries(args, streams, trigger, workload)
 
 
 def _shuffle_partitions(args: argparse.Namespace, spark=None) -> int:
@@ -281,9 +301,10 @@ def _written_kinds(output: str, spark) -> str:
     return "{" + ",".join(kinds) + "}" if len(kinds) > 1 else kinds[0]
 
 
-def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None) -> int:
-    """Run the query (one per variant for --protocol all); ``claim`` (checkpoint or output on a
-    Hadoop filesystem) locks them once Spark runs."""
+def _run_stream_queries(args: argparse.Namespace, streams: list, trigger, workload, claim=None) -> int:
+    """Run the query (one per variant for --protocol all: ``streams``, each a
+    ``streaming.processor.StreamProtocol``); ``claim`` (checkpoint or output on a Hadoop
+    filesystem) locks them once Spark runs."""
     import warnings
 
     from expectations.suites import ExpectationsObserver
@@ -291,7 +312,6 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
     from streaming.job import run_stream
     from streaming.session import SessionError, build_spark, describe_session, stop_session
 
-    protocols = all_protocols(args)
     _import_aside("great_expectations.expectations", "great_expectations.data_context")  # while the JVM starts
     debug = bool(os.environ.get("REPLEMU_DEBUG"))
     shown = warnings.showwarning
@@ -318,17 +338,18 @@ def _run_stream_queries(args: argparse.Namespace, trigger, workload, claim=None)
         if not debug:  # pyspark's warnings (a Connect listener it could not remove...) belong with the traces
             warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: log.write(
                 warnings.formatwarning(message, category, filename, lineno, line))
-        for protocol in protocols:
+        for resolved in streams:
             if stop.is_set():
                 break
+            protocol = resolved.name
             output = join(args.output, protocol) if args.protocol == "all" else args.output
             checkpoint = join(args.checkpoint, protocol) if args.protocol == "all" else args.checkpoint
             print(f"replemu stream: {args.input or 'workload'} -> {output} (checkpoint {checkpoint}), protocol {protocol}", flush=True)
             try:
-                stats = run_stream(args.input, output, checkpoint, protocol, trigger=trigger, workload=workload,
+                stats = run_stream(args.input, output, checkpoint, resolved, trigger=trigger, workload=workload,
                                    max_files_per_trigger=args.max_files_per_trigger, gap_timeout_ms=args.gap_timeout_ms,
-                                   spark=spark, compact_min_records=args.compact_min_records, observer=ExpectationsObserver(family="quorum" if protocol in QUORUM_VARIANT_NAMES else "partition"),
-                                   knobs=args.knobs, state_store=args.state_store, stop=stop,
+                                   spark=spark, compact_min_records=args.compact_min_records,
+                                   observer=ExpectationsObserver(family=resolved.family.name), state_store=args.state_store, stop=stop,
                                    shuffle_partitions=args.shuffle_partitions, operator=args.operator,
                                    **({"retention": args.retention} if args.retention else {}))
             except Exception as exc:  # the query failed: one line for the cause, every trace in the log

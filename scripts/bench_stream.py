@@ -251,7 +251,10 @@ def tws_stream(spark, events_dir: Path, work: Path, protocol: str) -> list[float
 
     class PartitionProcessor(StatefulProcessor):
         def init(self, handle) -> None:
+            from streaming.processor import stream_protocol
+
             self.state = handle.getValueState("partition", STATE_SCHEMA)
+            self.protocol = stream_protocol(protocol)
 
         def handleInputRows(self, key, rows, timerValues):
             from streaming.processor import process_batch
@@ -259,7 +262,7 @@ def tws_stream(spark, events_dir: Path, work: Path, protocol: str) -> list[float
 
             topic, partition = group_key(key)
             current = from_tuple(self.state.get()) if self.state.exists() else None
-            out, new_state, _ = process_batch(topic, partition, events_from_frames(topic, partition, rows), current, protocol)
+            out, new_state, _ = process_batch(topic, partition, events_from_frames(topic, partition, rows), current, self.protocol)
             self.state.update(to_tuple(new_state))
             if len(out):
                 yield output_frame(topic, partition, out)

@@ -57,7 +57,7 @@ def build_outputs(partitions: int, steps: int, seed: int, distinct: int, out: Pa
     from bench_stream import workload
     from emulator import parse_scenario
     from streaming.events import scenario_rows
-    from streaming.processor import process_batch
+    from streaming.processor import process_batch, stream_protocol
     from streaming.schemas import output_arrow_schema, tables_by_kind
     from streaming.sink import sorted_kind_table
 
@@ -65,7 +65,7 @@ def build_outputs(partitions: int, steps: int, seed: int, distinct: int, out: Pa
     rows = []
     for k in range(min(partitions, distinct)):
         events = scenario_rows(parse_scenario(workload(k, steps, rng)))
-        rows.extend(process_batch(events[0]["topic"], 0, events, None, protocol)[0])
+        rows.extend(process_batch(events[0]["topic"], 0, events, None, stream_protocol(protocol))[0])
     base = tables_by_kind(pa.Table.from_pylist(rows, schema=output_arrow_schema()))
     counts = {}
     for kind, table in base.items():

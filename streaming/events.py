@@ -15,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+from emulator import families
 from emulator.config import config_to_dict
 from emulator.scenario import Scenario
 from emulator.steps import step_to_dict
@@ -57,11 +58,13 @@ def quorum_scenario_rows(s, partition: int = 0) -> list[dict]:
 
 
 def event_family(rows) -> str | None:
-    """``"quorum"`` or ``"partition"`` by the first header row (seq 0) among ``rows`` (dicts with
-    ``seq`` and ``type``), None when none is a header."""
+    """The protocol family (its ``Family.name``: ``"quorum"``, ``"partition"``) whose header row
+    (``Family.stream_header_type``) is the first at seq 0 among ``rows`` (dicts with ``seq`` and
+    ``type``), None when none is a header."""
+    by_header = {f.stream_header_type: f.name for f in families.FAMILIES.values()}  # (a registered family too)
     for r in rows:
-        if r.get("seq") == 0 and r.get("type") in (HEADER_TYPE, QUORUM_HEADER_TYPE):
-            return "quorum" if r["type"] == QUORUM_HEADER_TYPE else "partition"
+        if r.get("seq") == 0 and r.get("type") in by_header:
+            return by_header[r["type"]]
     return None
 
 

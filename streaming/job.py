@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .checkpoint import RUN_FILE
 from .pipeline import ROCKSDB_PROVIDER, STATE_STORE_PROVIDER_CONF, payloads, replicate
+from .processor import StreamProtocol, stream_protocol
 from .progress import input_rows, print_progress, progress_listener, state_bytes
 from .session import build_spark, is_connect
 from .sink import BatchObserver, BatchStats, ParquetSink, landed_stats
@@ -35,14 +36,15 @@ STATE_STORE_CONF = STATE_STORE_PROVIDER_CONF
 SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
 
 
-def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str,
+def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoint_dir: str | Path, protocol: str | StreamProtocol,
                  trigger: Trigger | str = "available-now", max_files_per_trigger: int | None = None, fmt: str | None = None,
                  gap_timeout_ms: int = 60000, on_batch: Callable[[BatchStats], None] | None = None,
                  compact_min_records: int | None = None, observer: BatchObserver | None = None,
                  workload: WorkloadSpec | None = None, knobs: dict[str, Any] | None = None, state_store: str | None = None,
                  shuffle_partitions: int | None = None, store=None, rows: bool = False, retention: dict | None = None,
                  operator: str | None = None):
-    """Start the query; returns ``(query, sink)``.  ``store``: the output's (``streaming.storage``),
+    """Start the query; returns ``(query, sink)``.  ``protocol`` (and ``knobs``): a preset of any
+    protocol family, or what ``streaming.processor.stream_protocol`` resolved them to.  ``store``: the output's (``streaming.storage``),
     opened here when not given.  ``rows``: hand the sink ``replicate``'s rows instead of the
     payloads (the same files; a benchmark and a test compare the two).
 
@@ -66,6 +68,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
 
     stateful = operator_named(operator)
     state_store = state_store_for(stateful.name, state_store)
+    protocol = stream_protocol(protocol, knobs)  # ValueError: an unknown protocol, knob or value
     if store is None:
         from streaming.storage import open_store
 
@@ -96,7 +99,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
         query_conf[STATE_STORE_CONF] = STATE_STORES[state_store]
     if shuffle_partitions is not None:
         query_conf[SHUFFLE_PARTITIONS_CONF] = str(int(shuffle_partitions))
-    store.write_bytes(RUN_FILE, (json.dumps({"protocol": protocol, "knobs": knobs or {}, "input": str(input_dir), "format": fmt,
+    store.write_bytes(RUN_FILE, (json.dumps({"protocol": protocol.name, "knobs": protocol.knobs or {}, "input": str(input_dir), "format": fmt,
                                                "workload": None if workload is None else workload.document(), "state_store": state_store or "hdfs",
                                                "operator": stateful.name}) + "\n").encode("utf-8"))
     previous = {key: spark.conf.get(key, None) for key in query_conf}
@@ -110,7 +113,7 @@ def start_stream(spark, input_dir: str | Path, output_dir: str | Path, checkpoin
             from streaming.processor import WORKLOAD_COMPACT_MIN_RECORDS
 
             compact_min_records = WORKLOAD_COMPACT_MIN_RECORDS
-        outputs = (replicate if rows else payloads)(events, protocol, knobs, None if trigger.drains else gap_timeout_ms,
+        outputs = (replicate if rows else payloads)(events, protocol, None, None if trigger.drains else gap_timeout_ms,
                                                     compact_min_records, stateful.name)
         from streaming.compaction import CompactionPolicy
 

@@ -14,7 +14,10 @@ transformation up to the payloads (``payloads``), with the file or workload sour
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from streaming.processor import StreamProtocol
 
 
 def group_key(key: tuple) -> tuple[str | None, int | None]:
@@ -82,9 +85,9 @@ def output_frame(topic, partition, rows):
     return pd.DataFrame(values, columns=_FRAME_AXES[0], index=_FRAME_AXES[1], copy=False)
 
 
-def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_records: int,
-                        knobs: dict[str, Any] | None = None) -> Callable:
-    """The ``applyInPandasWithState`` function: one group's frames -> output frames."""
+def make_state_function(protocol: "StreamProtocol", gap_timeout_ms: int | None, compact_min_records: int) -> Callable:
+    """The ``applyInPandasWithState`` function: one group's frames -> output frames (``protocol``:
+    ``streaming.processor.stream_protocol``'s, resolved once by the caller)."""
 
     def step_partition(key: tuple, pdfs: Iterator, state) -> Iterator:
         from streaming.processor import process_batch
@@ -94,7 +97,7 @@ def make_state_function(protocol: str, gap_timeout_ms: int | None, compact_min_r
         current = from_tuple(state.get) if state.exists else None
         events = [] if state.hasTimedOut else events_from_frames(topic, partition, pdfs)
         rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=state.hasTimedOut,
-                                                 compact_min_records=compact_min_records, knobs=knobs)
+                                                 compact_min_records=compact_min_records)
         if topic is not None and partition is not None:
             state.update(to_tuple(new_state))
             if waiting and gap_timeout_ms is not None:
@@ -122,8 +125,7 @@ def events_from_rows(topic, partition, rows: Iterable) -> list[dict]:
     return events
 
 
-def make_processor(protocol: str, gap_timeout_ms: int | None, compact_min_records: int,
-                   knobs: dict[str, Any] | None = None):
+def make_processor(protocol: "StreamProtocol", gap_timeout_ms: int | None, compact_min_records: int):
     """The ``transformWithState`` processor: what ``make_state_function`` does, with the state row
     (``STATE_SCHEMA``) as one ``ValueState`` (``TWS_STATE_VAR``) and the gap timeout as a
     processing-time timer.  The timeout's meaning is ``applyInPandasWithState``'s: a group that
@@ -149,7 +151,7 @@ def make_processor(protocol: str, gap_timeout_ms: int | None, compact_min_record
             keyed = topic is not None and partition is not None
             current = from_tuple(self.state.get()) if keyed and self.state.exists() else None
             rows, new_state, waiting = process_batch(topic, partition, events, current, protocol, timed_out=timed_out,
-                                                     compact_min_records=compact_min_records, knobs=knobs)
+                                                     compact_min_records=compact_min_records)
             if keyed:
                 self.state.update(to_tuple(new_state))
                 if gap_timeout_ms is not None:
@@ -189,10 +191,12 @@ def payloads_to_rows(batches: Iterable) -> Iterator:
         yield from output_rows_table(tables).to_batches()
 
 
-def replicate(events, protocol: str = "kip320", knobs: dict[str, Any] | None = None, gap_timeout_ms: int | None = None,
+def replicate(events, protocol: "str | StreamProtocol" = "kip320", knobs: dict[str, Any] | None = None, gap_timeout_ms: int | None = None,
               compact_min_records: int | None = None, operator: str | None = None):
-    """Every partition's events stepped through the core under ``protocol``: a DataFrame of
-    output rows (``OUTPUT_SCHEMA``: a ``kind`` column and the union of every kind's columns).
+    """Every partition's events stepped through the core under ``protocol`` (a preset of any
+    protocol family, with ``knobs``; or what ``streaming.processor.stream_protocol`` resolved them
+    to, knobs included): a DataFrame of output rows (``OUTPUT_SCHEMA``: a ``kind`` column and the
+    union of every kind's columns).
 
     ``events``: a batch or streaming DataFrame with the event columns (``EVENT_FIELDS``: topic,
     partition, seq, type, args; other columns are ignored, and ``_corrupt_record`` / ``_reason``,
@@ -213,7 +217,7 @@ def replicate(events, protocol: str = "kip320", knobs: dict[str, Any] | None = N
         payloads_to_rows, OUTPUT_SCHEMA)
 
 
-def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = None, gap_timeout_ms: int | None = None,
+def payloads(events, protocol: "str | StreamProtocol" = "kip320", knobs: dict[str, Any] | None = None, gap_timeout_ms: int | None = None,
              compact_min_records: int | None = None, operator: str | None = None):
     """``replicate`` before its last step: one row per partition and micro-batch holding all its
     output rows as one payload (``GROUP_OUTPUT_SCHEMA``; ``streaming.processor.OutputRows.payload``).
@@ -223,10 +227,8 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
     from pyspark.sql.functions import col, lit, struct, to_json
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from emulator.quorum_variants import QUORUM_VARIANT_NAMES, quorum_variant_named
-    from emulator.variants import variant_named
     from streaming.operators import operator_named
-    from streaming.processor import COMPACT_MIN_RECORDS
+    from streaming.processor import COMPACT_MIN_RECORDS, stream_protocol
     from streaming.schemas import (
         CORRUPT_COLUMN,
         EVENT_FIELDS,
@@ -237,10 +239,7 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
         STATE_SCHEMA,
     )
 
-    if protocol in QUORUM_VARIANT_NAMES:  # a metadata quorum's (streaming.quorum_stream)
-        quorum_variant_named(protocol, dict(knobs or {}))
-    else:
-        variant_named(protocol, dict(knobs or {}))  # ValueError: an unknown protocol, knob or value
+    resolved = stream_protocol(protocol, knobs)  # ValueError: an unknown protocol, knob or value
     stateful = operator_named(operator)  # ValueError: an unknown operator
     types = dict(events.dtypes)
     missing = [f.name for f in EVENT_FIELDS if f.name not in types]
@@ -261,9 +260,8 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
         (col(REASON_COLUMN) if REASON_COLUMN in types else none).alias(REASON_COLUMN),
     ).select("topic", "partition", to_json(struct(*PACKED_FIELDS)).alias(PACKED_COLUMN))
     compact = COMPACT_MIN_RECORDS if compact_min_records is None else compact_min_records
-    knobs = dict(knobs) if knobs else None
     if not events.isStreaming:  # Spark keeps no state across a batch query: each group once, from nothing
-        step_all = make_state_function(protocol, None, compact, knobs)
+        step_all = make_state_function(resolved, None, compact)
         payloads = packed.groupBy("topic", "partition").applyInPandas(
             lambda key, pdf: pd_concat(step_all(key, iter([pdf]), _NoState())), GROUP_OUTPUT_SCHEMA)
         return payloads
@@ -274,11 +272,11 @@ def payloads(events, protocol: str = "kip320", knobs: dict[str, Any] | None = No
                              f"{STATE_STORE_PROVIDER_CONF} to {ROCKSDB_PROVIDER} before the query starts "
                              f"(the session has {provider or 'the default, HDFS-backed'})")
         return packed.groupBy("topic", "partition").transformWithState(
-            make_processor(protocol, gap_timeout_ms, compact, knobs), GROUP_OUTPUT_SCHEMA, "Append",
+            make_processor(resolved, gap_timeout_ms, compact), GROUP_OUTPUT_SCHEMA, "Append",
             "None" if gap_timeout_ms is None else "ProcessingTime")
     timeout = GroupStateTimeout.NoTimeout if gap_timeout_ms is None else GroupStateTimeout.ProcessingTimeTimeout
     payloads = packed.groupBy("topic", "partition").applyInPandasWithState(
-        make_state_function(protocol, gap_timeout_ms, compact, knobs), GROUP_OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
+        make_state_function(resolved, gap_timeout_ms, compact), GROUP_OUTPUT_SCHEMA, STATE_SCHEMA, "append", timeout,
     )
     return payloads
 

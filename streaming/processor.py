@@ -1,7 +1,9 @@
 """The per-partition work of one micro-batch: decode, sort by sequence, step the core, encode.
 
 ``process_batch`` is what the ``applyInPandasWithState`` function calls for one group, kept free
-of Spark so it can be tested and benchmarked alone.  Rows are applied strictly in ``seq`` order:
+of Spark so it can be tested and benchmarked alone: one loop for every protocol family, which
+drives the family's stream hooks (``emulator.family.Family``, "stream") and lays out the rows
+they hand over.  Rows are applied strictly in ``seq`` order:
 a row ahead of a gap waits in the state until the gap fills (and a gap that outlives the state
 timeout is reported once in quarantine); a row that cannot be applied — duplicate or
 out-of-order sequence, unknown step type, bad arguments, replica not in the partition,
@@ -11,27 +13,46 @@ unreadable line — goes to quarantine with its reason and is never silently dro
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import orjson
 
-from emulator.bounds import short_repr
-from emulator.effects import Appended, Truncated
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-from emulator.result import compacted_prefix, state_snapshot
-from emulator.run import Replay, effective_variant
-from emulator.scenario import ScenarioError, parse_brokers, parse_partition, step_from_mapping
-from emulator.steps import describe_step
+from emulator.families import PARTITION, family_of_protocol
+from emulator.family import STREAM_LOG, STREAM_TIMELINE, Family, StreamRowError, StreamRows
 
-from .schemas import HEADER_TYPE, KIND_COLUMNS, OUTPUT_COLUMNS, TICK_TYPE, arrow_schema
+from .schemas import KIND_COLUMNS, OUTPUT_COLUMNS, TICK_TYPE, arrow_schema
 from .state_codec import (
-    _dumps,
     empty_state,
+    pack_document,
     pack_generator,
-    pack_replay,
+    state_json,
+    unpack_document,
     unpack_generator,
-    unpack_replay,
 )
+
+
+class StreamProtocol(NamedTuple):
+    """What ``--protocol`` and ``--knob`` resolve to, once per stream (``stream_protocol``): the
+    protocol family, its variant (the preset with the stream's knobs), and the stream's knobs,
+    which every partition's model applies again over its header's own (they win)."""
+
+    family: Family
+    variant: Any
+    knobs: dict[str, Any] | None
+
+    @property
+    def name(self) -> str:
+        return self.variant.name
+
+
+def stream_protocol(protocol: "str | StreamProtocol", knobs: dict[str, Any] | None = None) -> StreamProtocol:
+    """``protocol`` (a preset of any family) with ``knobs`` as the stream runs it; ``ValueError``
+    (``KnobError``) naming an unknown protocol, knob or value.  A ``StreamProtocol`` is itself."""
+    if isinstance(protocol, StreamProtocol):
+        return protocol
+    family = family_of_protocol(protocol) or PARTITION  # (no family has it: refused as the partition family refuses it)
+    knobs = dict(knobs) if knobs else None
+    return StreamProtocol(family, family.variant(protocol, dict(knobs or {})), knobs)
 
 
 def _raw(event: dict) -> str:
@@ -41,10 +62,10 @@ def _raw(event: dict) -> str:
 # Columns every row of a group shares: kept once per group, filled in when rows are read.
 GROUP_CONSTANTS = ("topic", "partition", "scenario")
 _PAYLOAD_COLUMNS = {kind: tuple(c for c in cols if c not in GROUP_CONSTANTS) for kind, cols in KIND_COLUMNS.items()}
-_LOG = ("seq", "idx", "replica", "op", "offset", "epoch", "value")
-# A timeline row (``OutputRows.timeline_rows``): these values, in this order.
-_TIMELINE = ("seq", "idx", "event", "replica", "role", "alive", "halted", "leader_epoch",
-             "leo", "hw", "remote_leo", "epoch_cache", "leader", "controller_epoch", "isr")
+_LOG = ("seq", "idx") + STREAM_LOG
+# A timeline row (``OutputRows.timeline_rows``): these values, in this order (a family's
+# ``StreamRows.timeline`` tuples).
+_TIMELINE = STREAM_TIMELINE
 
 
 class OutputRows:
@@ -158,18 +179,12 @@ def tables_from_payloads(payloads: Iterable[bytes]) -> tuple[dict[str, Any], int
     return tables, len(touched)
 
 
-
-
 class _Batch:
     """One group's outputs, in emission order within each kind."""
 
     def __init__(self, topic, partition, scenario):
         self.rows = OutputRows(topic, partition, scenario)
         self._idx: dict[tuple[str, int], int] = {}
-        self._cache_json: dict[int, tuple[tuple, str]] = {}
-        self._lists: dict[tuple, str] = {}
-        self._objects: dict[tuple, str] = {}
-        self._ids: list[int] | None = None
 
     def _next_idx(self, kind: str, seq) -> int:
         """The row's order among the rows of one kind emitted at one step."""
@@ -192,114 +207,48 @@ class _Batch:
             b[name].append(value)
         self.rows.counts[kind] += 1
 
-    def timeline(self, p, seq: int, description: str) -> None:
-        """One timeline row per replica after a step (a tuple in ``_TIMELINE`` order)."""
-        if "timeline" not in self.rows.blocks:
+    def take(self, seq: int, rows: StreamRows) -> None:
+        """A step's rows from a family's ``StreamRows`` (``seq``: the step's row), laid out as the
+        kinds' columns; ``rows``' per-step lists are emptied.  The timeline's tuples are appended
+        to ``OutputRows.timeline_rows`` by the family itself."""
+        if "timeline" not in self.rows.blocks and self.rows.timeline_rows:
             self.rows.block("timeline", _TIMELINE)  # its place among the kinds; rows go to timeline_rows
-        c = p.controller
-        leader, epoch = c.leader, c.leader_epoch
-        isr = self._json(tuple(sorted(c.isr)))
-        replicas = p.replicas
-        append = self.rows.timeline_rows.append
-        for position, rid in enumerate(self._sorted_ids(replicas)):
-            r = replicas[rid]
-            append((seq, position, description, rid, r.role._value_, r.alive, r.halted, r.leader_epoch, r.leo, r.hw,
-                    self._remote_leo(r.leadership.remote_leo) if r.presumes_leadership else None, self._cache(r),
-                    leader, epoch, isr))
+        if rows.log:
+            self.log_rows(seq, rows.log)
+            rows.log.clear()
+        if rows.violations:
+            for at_step, invariant, detail in rows.violations:
+                self.emit("violations", seq, at_step=at_step, invariant=invariant, detail=detail)
+            rows.violations.clear()
+        if rows.losses:
+            for at_step, offset, value, acked, allowed in rows.losses:
+                self.emit("losses", seq, at_step=at_step, offset=offset, value=value, acked=acked, allowed=allowed)
+            rows.losses.clear()
+        if rows.errors:
+            for at_step, error in rows.errors:
+                self.emit("errors", seq, at_step=at_step, error=error)
+            rows.errors.clear()
 
-    def _sorted_ids(self, replicas: dict) -> list[int]:
-        """The partition's replica ids in order (the set of replicas never changes)."""
-        ids = self._ids
-        if ids is None or len(ids) != len(replicas):
-            ids = self._ids = sorted(replicas)
-        return ids
-
-    def log_changes(self, p, seq, effects) -> None:
-        """The step's log changes as rows: one per appended record, one per truncation
-        (the log's history; ``replemu results`` replays it to rebuild every log)."""
-        b = None
-        for e in effects:
-            if isinstance(e, Appended):
-                b = b or self.rows.block("log", _LOG)
-                log = p.replicas[e.replica].log
-                # (a copy a reassignment deleted later in the step keeps only its rows up to what
-                # is left: its truncate row follows)
-                for o in range(e.base, min(e.end, log.end)):
-                    epoch, value = log[o]
-                    self._log_row(b, seq, e.replica, "append", o, epoch, value)
-            elif isinstance(e, Truncated):
-                b = b or self.rows.block("log", _LOG)
-                self._log_row(b, seq, e.replica, "truncate", e.to, None, None)
-
-    def cold_cache(self, seq, cold: dict[int, list[tuple[int, int]]]) -> None:
-        """Epoch-cache entries compaction dropped from the state, as rows (results put them back)."""
+    def log_rows(self, seq: int, log: list[tuple]) -> None:
+        """``(replica, op, offset, epoch, value)`` tuples as ``log`` rows of step ``seq``."""
         b = self.rows.block("log", _LOG)
-        for rid, entries in sorted(cold.items()):
-            for epoch, start in entries:
-                self._log_row(b, seq, rid, "epoch", start, epoch, None)
-
-    def _log_row(self, b, seq, replica, op, offset, epoch, value) -> None:
-        idx = self._next_idx("log", seq)
-        for name, v in (("seq", seq), ("idx", idx), ("replica", replica), ("op", op), ("offset", offset), ("epoch", epoch),
-                        ("value", value)):
-            b[name].append(v)
-        self.rows.counts["log"] += 1
-
-    def _json(self, value: tuple) -> str:
-        """A small list of ints as JSON (``json.dumps``'s text), encoded once per batch."""
-        known = self._lists.get(value)
-        if known is None:
-            known = self._lists[value] = _int_list_json(value)
-        return known
-
-    def _remote_leo(self, remote_leo: dict[int, int]) -> str:
-        """A leader's remote LEOs as a JSON object keyed by replica id, encoded once per value."""
-        key = tuple(sorted(remote_leo.items()))
-        known = self._objects.get(key)
-        if known is None:
-            if all(type(v) is int for _, v in key):
-                known = "{" + ", ".join([f'"{f}": {v}' for f, v in key]) + "}"
-            else:
-                known = json.dumps({str(f): v for f, v in key})
-            self._objects[key] = known
-        return known
-
-    def _cache(self, r) -> str:
-        """The replica's epoch cache as JSON, re-encoded only when it changed."""
-        entries = r.cache.entries
-        key = (len(entries), entries[0] if entries else None, entries[-1] if entries else None)
-        known = self._cache_json.get(r.id)
-        if known is None or known[0] != key:
-            known = self._cache_json[r.id] = (key, "[" + ", ".join([f"[{e}, {o}]" for e, o in r.cache.as_pairs()]) + "]")
-        return known[1]
+        key = ("log", seq)
+        idx = self._idx.get(key, 0)
+        seqs, idxs, replicas, ops, offsets, epochs, values = (b[c] for c in _LOG)
+        for replica, op, offset, epoch, value in log:
+            seqs.append(seq)
+            idxs.append(idx)
+            replicas.append(replica)
+            ops.append(op)
+            offsets.append(offset)
+            epochs.append(epoch)
+            values.append(value)
+            idx += 1
+        self._idx[key] = idx
+        self.rows.counts["log"] += len(log)
 
     def quarantine(self, event: dict, reason: str) -> None:
         self.emit("quarantine", event.get("seq"), reason=reason, raw=event.get("raw") or _raw(event))
-
-
-def _int_list_json(values) -> str:
-    """``json.dumps(list(values))`` for ints, without the encoder's per-call cost."""
-    if all(type(v) is int for v in values):
-        return "[" + ", ".join(map(str, values)) + "]"
-    return json.dumps(list(values))
-
-
-HEADER_KEYS = ("scenario", "replicas", "brokers", "config")  # brokers: optional, as a scenario file's
-
-
-def parse_header(args_json: str):
-    """The partition header's ``{"scenario", "replicas", "config"}`` (and, optionally, the
-    scenario's ``brokers``) -> (name, replicas, Config, the other brokers)."""
-    args = json.loads(args_json)
-    if not isinstance(args, dict):
-        raise ScenarioError("header args must be a JSON object")
-    unknown = sorted(set(args) - set(HEADER_KEYS))
-    if unknown:
-        raise ScenarioError(f"unknown header key {short_repr(unknown[0])}")
-    name, replicas, config = parse_partition({"name": args.get("scenario"), "replicas": args.get("replicas"),
-                                              "config": args.get("config")}, source="header")
-    brokers = parse_brokers({"brokers": args["brokers"]} if "brokers" in args else {}, "header", replicas)
-    return name, replicas, config, brokers
 
 
 # Compaction runs after every step once the stable prefix holds this many records beyond the last
@@ -316,16 +265,20 @@ COMPACT_MIN_RECORDS = 256
 WORKLOAD_COMPACT_MIN_RECORDS = 64
 
 
-def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any] | None, protocol: str,
-                  timed_out: bool = False, compact_min_records: int = COMPACT_MIN_RECORDS,
-                  knobs: dict[str, Any] | None = None) -> tuple[list[dict], dict[str, Any], bool]:
-    """Apply one micro-batch of a partition's events (``knobs``: the job's ``--knob``s, applied
-    over the preset and the header's ``config.knobs`` when the partition starts).
+def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any] | None, protocol: StreamProtocol,
+                  timed_out: bool = False, compact_min_records: int = COMPACT_MIN_RECORDS) -> tuple[Any, dict[str, Any], bool]:
+    """Apply one micro-batch of a stream partition's events under ``protocol`` (``stream_protocol``:
+    the family, its variant and the stream's knobs, applied over each partition header's own).
+
+    One loop for every protocol family: rows in ``seq`` order, gaps, duplicates, the header (seq 0)
+    and the steps; the family (``emulator.family.Family``'s stream hooks) reads the header, builds,
+    steps, judges and encodes the model and hands its rows over.
 
     Returns the output rows, the new state fields, and whether rows are still waiting for a
     missing sequence number (the caller then keeps a state timeout running).
     """
-    st = dict(state) if state is not None else empty_state(protocol)
+    family = protocol.family
+    st = dict(state) if state is not None else empty_state(protocol.name)
     batch = _Batch(topic, partition, st["scenario"])
     waiting: dict[int, dict] = {int(s): {"seq": int(s), "type": t, "args": a} for s, t, a in orjson.loads(st["waiting"])}
 
@@ -347,8 +300,7 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
             batch.quarantine(e, reason)
         return batch.rows, st, bool(waiting)
 
-    quorum = protocol in QUORUM_VARIANT_NAMES  # a metadata partition (streaming.quorum_stream): no workload ticks
-    if not quorum:
+    if family.stream_ticks:
         events = expand_ticks(topic, partition, events, st, batch)
     for e in sorted(events, key=lambda e: (e["seq"] is None, e["seq"] if e["seq"] is not None else 0)):
         seq = e["seq"]
@@ -359,72 +311,71 @@ def process_batch(topic, partition, events: Iterable[dict], state: dict[str, Any
         else:
             waiting[int(seq)] = {"seq": int(seq), "type": e["type"], "args": e["args"]}
 
-    if quorum:
-        from .quorum_stream import apply_quorum_events
-
-        apply_quorum_events(topic, partition, st, waiting, batch, protocol, knobs)
-        return _finish(batch, st, waiting)
-    replay: Replay | None = _live_replay(topic, partition, st) if st["header"] == "ok" else None
+    header_type, header_types = family.stream_header_type, family.stream_header_types()
+    model = _live_model(topic, partition, st, family) if st["header"] == "ok" else None
+    rows = family.stream_rows(batch.rows.timeline_rows)
     applied = 0
     while st["next_seq"] in waiting:
         e = waiting.pop(st["next_seq"])
         e.update(topic=topic, partition=partition)
         st["next_seq"] += 1
-        seq = e["seq"]
-        if e["type"] is None or e["args"] is None:  # consumes its seq, like any bad step
+        seq, kind = e["seq"], e["type"]
+        if kind is None or e["args"] is None:  # consumes its seq, like any bad step
             batch.quarantine(e, f"seq {seq}: missing type or args")
             continue
-        if seq == 0 or e["type"] == HEADER_TYPE:
-            if seq != 0 or e["type"] != HEADER_TYPE:
-                batch.quarantine(e, f"seq {seq}: the partition header must be seq 0 with type {HEADER_TYPE!r}")
+        if seq == 0 or kind in header_types:
+            if seq != 0 or kind != header_type:
+                batch.quarantine(e, family.stream_misplaced_header(seq, kind, protocol.name))
                 if seq == 0:
                     st["header"] = "invalid"
                 continue
             try:
-                name, replicas, config, brokers = parse_header(e["args"])
-            except (ScenarioError, ValueError, RecursionError) as exc:
-                batch.quarantine(e, f"invalid partition header: {str(exc)[:300] if not isinstance(exc, RecursionError) else 'nested too deeply'}")
+                name, header = family.parse_stream_header(e["args"])
+                model = family.stream_model(header, protocol.variant, protocol.knobs)
+            except (ValueError, RecursionError) as exc:
+                batch.quarantine(e, f"invalid {header_type} header: {str(exc)[:300] if not isinstance(exc, RecursionError) else 'nested too deeply'}")
                 st["header"] = "invalid"
                 continue
             st["scenario"], st["header"] = name, "ok"
             batch.rows.scenario = name
-            replay = Replay(replicas, config, effective_variant(protocol, config, knobs), brokers=brokers)
             continue
-        if st["header"] != "ok":
-            batch.quarantine(e, f"seq {seq}: the partition has no valid header (seq 0)")
+        if st["header"] != "ok" or model is None:
+            batch.quarantine(e, family.stream_headerless(seq))
             continue
         try:
-            # every broker a step may name: the scenario's replicas and other brokers (a reassignment's)
-            step, description = _parse_step(topic, partition, int(seq), e["type"], e["args"], tuple(replay.partition.replicas))
-        except ScenarioError as exc:
+            step, description = _parse_step(family, topic, partition, int(seq), kind, e["args"], family.stream_step_ids(model))
+        except StreamRowError as exc:
             batch.quarantine(e, str(exc))
             continue
         except (ValueError, RecursionError) as exc:
             batch.quarantine(e, f"seq {seq}: args are not JSON: {exc if isinstance(exc, ValueError) else 'nested too deeply'}")
             continue
-        _apply(replay, step, description, int(seq), batch)
+        try:
+            family.stream_apply(model, step, int(seq), description, rows)
+        except StreamRowError as exc:
+            batch.quarantine(e, str(exc))
+            continue
+        batch.take(int(seq), rows)
         st["steps_applied"] += 1
         applied += 1
-        if _may_compact(replay.partition, compact_min_records):
-            compaction = replay.compact(compact_min_records)
-            if compaction is not None and compaction.cold_cache:
-                batch.cold_cache(int(seq), compaction.cold_cache)
+        family.stream_compact(model, compact_min_records, rows)
+        if rows.log:  # what compaction dropped that the outputs keep
+            batch.log_rows(int(seq), rows.log)
+            rows.log.clear()
 
-    if replay is not None:
-        p, g = replay.partition, replay.checker
-        st.update(pack_replay(replay))
-        _keep_live(_LIVE_REPLAYS, (topic, partition), st["core"], replay)
-        st["controller_leader"] = p.controller.leader
-        st["controller_epoch"] = p.controller.leader_epoch
-        st["violated"] = ",".join(sorted(g.violated))
+    if model is not None:
+        st["core"] = pack_document(family.stream_document(model))
+        _keep_live(_LIVE_MODELS, (topic, partition), st["core"], model)
+        st["controller_leader"], st["controller_epoch"], violated = family.stream_verdicts(model)
+        st["violated"] = ",".join(violated)
         if applied:
-            _summary(replay, st, batch)
+            batch.emit("summary", st["steps_applied"], **family.stream_summary(model, st["steps_applied"]))
     return _finish(batch, st, waiting)
 
 
 def _finish(batch: "_Batch", st: dict[str, Any], waiting: dict[int, dict]) -> tuple[Any, dict[str, Any], bool]:
     """The batch's rows, the state with the rows still waiting for a gap, whether any wait."""
-    st["waiting"] = _dumps([[s, w["type"], w["args"]] for s, w in sorted(waiting.items())])
+    st["waiting"] = state_json([[s, w["type"], w["args"]] for s, w in sorted(waiting.items())])
     if 0 <= st["gap_reported_seq"] < st["next_seq"]:
         st["gap_reported_seq"] = -1  # that gap was filled; a later one is reported afresh
     return batch.rows, st, bool(waiting)
@@ -466,7 +417,7 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
                 profile = profile_from_mapping(str(start["profile"]), start["spec"])
                 generator = WorkloadGenerator(int(start["seed"]), partition, profile)
                 h = generator.header
-                out.append({"topic": topic, "partition": partition, "seq": 0, "type": HEADER_TYPE, "raw": None,
+                out.append({"topic": topic, "partition": partition, "seq": 0, "type": PARTITION.stream_header_type, "raw": None,
                             "args": dumps({"scenario": h["name"], "replicas": h["replicas"], "config": h["config"],
                                           **({"brokers": h["brokers"]} if "brokers" in h else {})})})
             if generator is None:
@@ -487,12 +438,12 @@ def expand_ticks(topic, partition: int, events: list[dict], st: dict[str, Any], 
 
 
 # Per Python worker: (topic, partition) -> (the bytes it saved, the object they hold: the
-# partition's generator, its replay), so a worker that serves the partition again reads no bytes
+# partition's generator, its model), so a worker that serves the partition again reads no bytes
 # back when the state holds exactly those (a replayed batch or a partition served elsewhere in
 # between has other bytes: read from them). An entry is taken out while its object is stepped,
 # and put back only with the bytes saved after. Bounded.
 _LIVE_GENERATORS: dict[tuple, tuple[bytes, Any]] = {}
-_LIVE_REPLAYS: dict[tuple, tuple[bytes, Any]] = {}
+_LIVE_MODELS: dict[tuple, tuple[bytes, Any]] = {}
 _LIVE_MAX = 2048
 
 
@@ -502,65 +453,29 @@ def _keep_live(live: dict[tuple, tuple[bytes, Any]], key: tuple, data: bytes, ob
     live[key] = (data, obj)
 
 
-def _live_replay(topic, partition, st: dict[str, Any]) -> Replay:
-    """The partition's replay: the one this worker saved into exactly these bytes, else read back."""
-    live = _LIVE_REPLAYS.pop((topic, partition), None)
-    return live[1] if live is not None and live[0] == st["core"] else unpack_replay(st)
+def _live_model(topic, partition, st: dict[str, Any], family: Family) -> Any:
+    """The partition's model: the one this worker saved into exactly these bytes, else read back."""
+    live = _LIVE_MODELS.pop((topic, partition), None)
+    if live is not None and live[0] == st["core"]:
+        return live[1]
+    return family.stream_restore(unpack_document(st["core"]), st["violated"])
 
 
-# Parsed steps by (type, args text, assignment): every step of a kind and arguments parses to the
-# same frozen Step, and most steps repeat (a fetch by replica 2, an election) across the
+# Parsed steps by (family, type, args text, ids): every step of a kind and arguments parses to the
+# same frozen step, and most steps repeat (a fetch by replica 2, an election) across the
 # partitions and batches a worker serves. Only steps that parse are kept; bounded per process.
 _STEPS: dict[tuple, tuple[Any, str]] = {}
 _STEPS_MAX = 1 << 14
 
 
-def _parse_step(topic, partition, seq: int, kind, args_json: str, assignment: tuple[int, ...]):
-    """``(step, describe_step(step))`` of one event row; ``ScenarioError`` or ``ValueError``
-    (args not JSON) / ``RecursionError`` when it cannot be applied."""
-    key = (kind, args_json, assignment)
+def _parse_step(family: Family, topic, partition, seq: int, kind, args_json: str, ids: tuple[int, ...]):
+    """``(step, its description)`` of one event row; ``StreamRowError`` (the reason) or
+    ``ValueError`` (args not JSON) / ``RecursionError`` when it cannot be applied."""
+    key = (family.name, kind, args_json, ids)
     known = _STEPS.get(key)
     if known is None:
-        step = step_from_mapping(f"{topic}/{partition}", seq, {kind: json.loads(args_json)}, assignment)
+        known = family.parse_stream_step(f"{topic}/{partition}", seq, kind, args_json, ids)
         if len(_STEPS) >= _STEPS_MAX:
             _STEPS.clear()
-        known = _STEPS[key] = (step, describe_step(step))
+        _STEPS[key] = known
     return known
-
-
-def _may_compact(p, min_records: int) -> bool:
-    """Whether ``Replay.compact(min_records)`` can drop anything: the prefix it compacts lies
-    below every replica's LEO, so while one replica's LEO is fewer than ``min_records`` records
-    above the compacted offset it returns None, and is not asked."""
-    r = next(iter(p.replicas.values()))
-    return r.leo - p.compacted_offset >= max(min_records, 1)
-
-
-def _apply(replay: Replay, step, description: str, seq: int, batch: _Batch) -> None:
-    p, g = replay.partition, replay.checker
-    losses_before = len(g.losses)
-    out = replay.apply(step)
-    batch.timeline(p, seq, description)
-    batch.log_changes(p, seq, out.effects)
-    for v in out.violations:
-        batch.emit("violations", seq, at_step=v["step"], invariant=v["invariant"], detail=v["detail"])
-    for loss in g.losses[losses_before:]:
-        batch.emit("losses", seq, at_step=loss["step"], offset=loss["offset"], value=loss["value"], acked=loss["acked"], allowed=loss["allowed"])
-    for err in out.errors:
-        batch.emit("errors", seq, at_step=err["step"], error=err["error"])
-    replay.forget_reported()  # already emitted; the stream keeps no output history in state
-
-
-def _summary(replay: Replay, st: dict, batch: _Batch) -> None:
-    p, g = replay.partition, replay.checker
-    c = p.controller
-    hws = [r.hw for r in p.replicas.values()]
-    batch.emit(
-        "summary", st["steps_applied"], protocol=p.variant.name, steps=st["steps_applied"], leader=c.leader,
-        controller_epoch=c.leader_epoch, isr=json.dumps(sorted(c.isr)), min_hw=min(hws), max_hw=max(hws),
-        violations_so_far=len(g.violated), violated=",".join(sorted(g.violated)),
-        final_findings=json.dumps(g.final_findings(p), separators=(",", ":")),
-        knobs=None if replay.knobs_in_force() is None else json.dumps(replay.knobs_in_force(), separators=(",", ":")),
-        compacted_prefix=json.dumps(compacted_prefix(p)) if p.compacted_offset else None,
-        final=json.dumps(state_snapshot(p, with_logs=False), separators=(",", ":")),
-    )

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+from emulator.families import PARTITION, family_of_protocol
 from emulator.result import result_object
 
 
@@ -126,38 +127,37 @@ def results_from_frames(frames: dict[str, Any]) -> list[dict[str, Any]]:
                 group.append(r)
         grouped[kind] = groups
 
-    def rows_of(kind: str, topic: str, partition: int):
-        return grouped[kind].get((topic, partition), [])
-
-    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-
     results = []
     for s in latest.to_dict("records"):
         topic, partition = s["topic"], int(s["partition"])
-        if s["protocol"] in QUORUM_VARIANT_NAMES:
-            results.append(quorum_result(s, rows_of("violations", topic, partition), rows_of("errors", topic, partition),
-                                         rows_of("log", topic, partition)))
-            continue
-        violations = [{"invariant": r["invariant"], "step": int(r["at_step"]), "detail": r["detail"]} for r in rows_of("violations", topic, partition)]
-        seen = {v["invariant"] for v in violations}
-        violations += [f for f in final_findings(s) if f["invariant"] not in seen]
-        results.append(result_object(
-            s["scenario"], s["protocol"], int(s["steps"]), rebuild_final(json.loads(s["final"]), rows_of("log", topic, partition)),
-            violations,
-            [{"offset": int(r["offset"]), "value": r["value"], "acked": bool(r["acked"]), "allowed": bool(r["allowed"]), "step": int(r["at_step"])}
-             for r in rows_of("losses", topic, partition)],
-            [{"step": int(r["at_step"]), "error": r["error"]} for r in rows_of("errors", topic, partition)],
-            None,  # the logs are whole again: no compacted prefix to declare
-            json.loads(s["knobs"]) if isinstance(s.get("knobs"), str) else None,
-        ))
+        family = family_of_protocol(s["protocol"]) or PARTITION
+        results.append(RESULT_OF[family.name](s, lambda kind, key=(topic, partition): grouped[kind].get(key, [])))
     return results
 
 
-def quorum_result(s: dict, violation_rows: list[dict], error_rows: list[dict], log_rows: list[dict]) -> dict[str, Any]:
+def partition_result(s: dict, rows_of: Callable[[str], list[dict]]) -> dict[str, Any]:
+    """A partition's result in ``replemu run --json``'s shape: the latest summary's ``final`` with
+    each replica's log rebuilt from the ``log`` rows, the verdicts from its rows (``rows_of(kind)``)."""
+    violations = [{"invariant": r["invariant"], "step": int(r["at_step"]), "detail": r["detail"]} for r in rows_of("violations")]
+    seen = {v["invariant"] for v in violations}
+    violations += [f for f in final_findings(s) if f["invariant"] not in seen]
+    return result_object(
+        s["scenario"], s["protocol"], int(s["steps"]), rebuild_final(json.loads(s["final"]), rows_of("log")),
+        violations,
+        [{"offset": int(r["offset"]), "value": r["value"], "acked": bool(r["acked"]), "allowed": bool(r["allowed"]), "step": int(r["at_step"])}
+         for r in rows_of("losses")],
+        [{"step": int(r["at_step"]), "error": r["error"]} for r in rows_of("errors")],
+        None,  # the logs are whole again: no compacted prefix to declare
+        json.loads(s["knobs"]) if isinstance(s.get("knobs"), str) else None,
+    )
+
+
+def quorum_result(s: dict, rows_of: Callable[[str], list[dict]]) -> dict[str, Any]:
     """A metadata partition's result in ``replemu run --json``'s quorum shape (docs/quorum.md):
     the latest summary's ``final`` with each server's log rebuilt from the ``log`` rows."""
     final = json.loads(s["final"])
-    logs, _ = replay_logs(((r["replica"], r["op"], r["offset"], r["epoch"], r["value"]) for r in log_rows), final["servers"])
+    violation_rows, error_rows = rows_of("violations"), rows_of("errors")
+    logs, _ = replay_logs(((r["replica"], r["op"], r["offset"], r["epoch"], r["value"]) for r in rows_of("log")), final["servers"])
     servers = {sid: {**server, "log": logs.get(sid, [])} for sid, server in final["servers"].items()}
     return {
         "scenario": s["scenario"], "family": "quorum", "protocol": s["protocol"],
@@ -166,6 +166,11 @@ def quorum_result(s: dict, violation_rows: list[dict], error_rows: list[dict], l
         "violations": [{"invariant": r["invariant"], "step": int(r["at_step"]), "detail": r["detail"]} for r in violation_rows],
         "errors": [{"step": int(r["at_step"]), **json.loads(r["error"])} for r in error_rows],
     }
+
+
+# A stream partition's result from its rows, by its protocol's family (``Family.name``).
+RESULT_OF: dict[str, Callable[[dict, Callable[[str], list[dict]]], dict[str, Any]]] = {
+    "partition": partition_result, "quorum": quorum_result}
 
 
 def replay_logs(ops: Iterable[tuple], replicas: Iterable[str] = ()) -> tuple[dict[str, list], dict[str, list]]:

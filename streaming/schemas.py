@@ -26,12 +26,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from emulator.partition_family import PARTITION
+from emulator.quorum_family import QUORUM
 from emulator.steps import STEP_KINDS
 
-HEADER_TYPE = "partition"  # the ``type`` of a partition's header row (seq 0)
+HEADER_TYPE = PARTITION.stream_header_type  # the ``type`` of a partition's header row (seq 0): "partition"
 # The metadata quorum (docs/quorum.md "Streaming"): the ``type`` of a metadata partition's header
 # row (seq 0; args ``{"scenario", "voters", "observers", "knobs"}``) and the topic of its rows.
-QUORUM_HEADER_TYPE = "quorum"
+QUORUM_HEADER_TYPE = QUORUM.stream_header_type  # "quorum"
 QUORUM_TOPIC = "__cluster_metadata"
 # The ``type`` of the workload source's rows: "partition P advances to steps first..last", which
 # the state function turns into the generated steps (``streaming.processor``, ``streaming.workload_source``).

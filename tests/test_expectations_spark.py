@@ -24,7 +24,7 @@ from expectations.suites import (
     materialized,
 )
 from streaming.events import scenario_rows
-from streaming.processor import process_batch
+from streaming.processor import process_batch, stream_protocol
 from streaming.schemas import (
     KIND_COLUMNS,
     arrow_schema,
@@ -49,7 +49,7 @@ def batches_of(scenarios, protocol: str, batches: int = 2) -> list[dict[str, pa.
             chunk = events[b * size:(b + 1) * size]
             if not chunk:
                 continue
-            produced, states[key], _ = process_batch(key[0], key[1], chunk, states.get(key), protocol)
+            produced, states[key], _ = process_batch(key[0], key[1], chunk, states.get(key), stream_protocol(protocol))
             rows.extend(produced)
         table = pa.Table.from_pylist(rows, schema=output_arrow_schema())
         out.append({k: sorted_kind_table(k, t) for k, t in tables_by_kind(table).items()})

@@ -38,11 +38,11 @@ def test_a_torn_offsets_file_names_the_file_and_the_repair(spark, tmp_path):
 
 
 def test_a_python_error_in_the_job_is_told_with_its_file_and_line():
-    from streaming.processor import process_batch
+    from streaming.processor import process_batch, stream_protocol
     from streaming.state_codec import empty_state
 
     with pytest.raises(Exception) as caught:  # a state whose held-back rows are not JSON
-        process_batch("t", 0, [], {**empty_state("kip320"), "waiting": b"not json"}, "kip320")
+        process_batch("t", 0, [], {**empty_state("kip320"), "waiting": b"not json"}, stream_protocol("kip320"))
     failure = explain(caught.value)
     assert failure.kind == "python" and failure.cause.startswith("JSONDecodeError: ")
     assert failure.path.startswith("streaming/processor.py:") and failure.path.endswith("in process_batch")
@@ -67,11 +67,11 @@ def test_a_python_error_in_a_clone_named_replemu_is_told_with_the_repository_pat
     clone = tmp_path / "replemu"
     for package in ("emulator", "streaming", "scenario_io", "expectations", "replemu"):
         shutil.copytree(ROOT / package, clone / package, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    probe = ("from streaming.processor import process_batch\n"
+    probe = ("from streaming.processor import process_batch, stream_protocol\n"
              "from streaming.state_codec import empty_state\n"
              "from streaming.failures import explain\n"
              "try:\n"
-             "    process_batch('t', 0, [], {**empty_state('kip320'), 'waiting': b'not json'}, 'kip320')\n"
+             "    process_batch('t', 0, [], {**empty_state('kip320'), 'waiting': b'not json'}, stream_protocol('kip320'))\n"
              "except Exception as e:\n"
              "    print(explain(e).path)\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=clone, capture_output=True, text=True,

@@ -11,7 +11,7 @@ from conftest import BUNDLED
 from emulator.steps import STEP_KINDS
 from scenario_io.yaml_files import load_scenario
 from streaming.events import scenario_rows
-from streaming.processor import process_batch
+from streaming.processor import process_batch, stream_protocol
 from streaming.state_codec import from_tuple, to_tuple
 
 SEED1 = load_scenario(BUNDLED / "seed-1-two-round-hw.yaml")
@@ -63,7 +63,7 @@ def test_hostile_rows_never_raise_and_every_row_is_applied_quarantined_or_waitin
     size = -(-len(events) // cuts)
     for start in range(0, len(events), size):  # the rows over `cuts` micro-batches
         batch_rows, new_state, _ = process_batch(TOPIC, 0, events[start:start + size],
-                                                 from_tuple(state) if state else None, protocol)
+                                                 from_tuple(state) if state else None, stream_protocol(protocol))
         state = to_tuple(new_state)
         out.extend(batch_rows)
     final = from_tuple(state)
@@ -82,8 +82,8 @@ def test_hostile_rows_never_raise_and_every_row_is_applied_quarantined_or_waitin
                                        "raw": st.one_of(st.none(), st.text(max_size=20)),
                                        "reason": st.one_of(st.none(), st.text(min_size=1, max_size=20))}), max_size=8))
 def test_unkeyed_rows_are_all_quarantined_in_an_order_that_does_not_depend_on_arrival(rows):
-    forward, _, _ = process_batch(None, None, rows, None, "kip320")
-    backward, _, _ = process_batch(None, None, list(reversed(rows)), None, "kip320")
+    forward, _, _ = process_batch(None, None, rows, None, stream_protocol("kip320"))
+    backward, _, _ = process_batch(None, None, list(reversed(rows)), None, stream_protocol("kip320"))
     assert len(forward) == len(rows) and all(r["kind"] == "quarantine" and r["reason"] for r in forward)
     assert [(r["reason"], r["raw"]) for r in forward] == [(r["reason"], r["raw"]) for r in backward]
 
@@ -93,7 +93,7 @@ def test_a_lone_surrogate_in_a_value_is_quarantined_not_a_failed_state_write():
     state (UTF-8) and failed the query; it is a bad argument like any other."""
     events = [{"topic": TOPIC, "partition": 0, **GOOD[0]},
               {"topic": TOPIC, "partition": 0, "seq": 1, "type": "produce", "args": '{"value": "m\\ud800"}', "raw": None}]
-    rows, state, _ = process_batch(TOPIC, 0, events, None, "kip320")
+    rows, state, _ = process_batch(TOPIC, 0, events, None, stream_protocol("kip320"))
     (q,) = [r for r in rows if r["kind"] == "quarantine"]
     assert q["seq"] == 1 and "'value' must be a string" in q["reason"]
     to_tuple(state)  # the state encodes

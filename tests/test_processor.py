@@ -23,7 +23,7 @@ from generators import deep_scenario
 from scenario_io.yaml_files import load_scenario
 from streaming.events import scenario_rows
 from streaming.pipeline import make_state_function
-from streaming.processor import COMPACT_MIN_RECORDS, process_batch
+from streaming.processor import COMPACT_MIN_RECORDS, process_batch, stream_protocol
 from streaming.results import read_results
 from streaming.schemas import STATE_SCHEMA
 from streaming.sink import ParquetSink
@@ -53,7 +53,7 @@ class Feed:
         partition = events[0]["partition"] if events else self.partition
         self.topic, self.partition = topic, partition
         state = None if self.state_tuple is None else from_tuple(self.state_tuple)
-        rows, new_state, self.waiting = process_batch(topic, partition, events, state, self.protocol,
+        rows, new_state, self.waiting = process_batch(topic, partition, events, state, stream_protocol(self.protocol),
                                                       timed_out=timed_out, **self.kw)
         self.state_tuple = to_tuple(new_state)
         rows = list(rows)
@@ -195,7 +195,7 @@ def test_the_state_function_takes_a_group_in_several_frames_in_any_order(tmp_pat
     rows over several, in any order), the group state.  Three micro-batches of s1 end as `replemu run`."""
     scenario = load_scenario(S1)
     events = events_of(scenario)
-    fn = make_state_function("hw", gap_timeout_ms=60000, compact_min_records=256)
+    fn = make_state_function(stream_protocol("hw"), gap_timeout_ms=60000, compact_min_records=256)
     state = _GroupState()
     key = (events[0]["topic"], events[0]["partition"])
     calls = []
@@ -420,7 +420,7 @@ def test_rows_before_a_valid_header_are_quarantined_and_the_partition_has_no_res
 
 def test_unreadable_rows_without_a_key_are_quarantined():
     rows, state, waiting = process_batch(None, None, [{"topic": None, "partition": None, "seq": None, "type": None,
-                                                       "args": None, "raw": "{not json"}], None, "hw")
+                                                       "args": None, "raw": "{not json"}], None, stream_protocol("hw"))
     rows = list(rows)
     assert reasons(rows) == [(None, "unreadable row: not valid JSON for the event schema")]
     assert rows[0]["raw"] == "{not json" and not waiting
@@ -465,6 +465,31 @@ def test_the_state_is_a_flat_tuple_of_the_state_schema_and_survives_the_round_tr
     fields = from_tuple(t)
     assert (fields["header"], fields["next_seq"], fields["steps_applied"], fields["scenario"]) == ("ok", 6, 5, scenario.name)
     # a state that never went through the tuple continues identically
-    direct_rows, direct_state, _ = process_batch(events[0]["topic"], 0, events[6:], fields, "kip101")
+    direct_rows, direct_state, _ = process_batch(events[0]["topic"], 0, events[6:], fields, stream_protocol("kip101"))
     assert feed(events[6:]) == list(direct_rows)
     assert to_tuple(direct_state) == feed.state_tuple
+
+
+# -- (g) one loop over every family -----------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol, header_type, header, step, stream_knobs, in_force", [
+    ("kip320", "partition", {"scenario": "k", "replicas": [1, 2], "config": {"knobs": {"fencing": False, "trunc_rule": "hw"}}},
+     ("elect", {"leader": 1, "epoch": 0, "isr": [1, 2]}), {"fencing": True}, {"fencing": True, "trunc_rule": "hw"}),
+    ("kraft996", "quorum", {"scenario": "q", "voters": [1, 2, 3], "knobs": {"pre_vote": True, "dynamic_voters": False}},
+     ("election_timeout", {"server": 1}), {"pre_vote": False}, {"pre_vote": False, "dynamic_voters": False}),
+], ids=["partition", "quorum"])
+def test_the_stream_s_knobs_win_over_a_header_s_own_in_either_family(protocol, header_type, header, step, stream_knobs,
+                                                                     in_force):
+    """``--protocol`` and ``--knob`` resolved once (``stream_protocol``); each partition's header
+    applies its own knobs under the stream's, which win: the summary names the knobs in force."""
+    resolved = stream_protocol(protocol, stream_knobs)
+    assert resolved.family.name == ("quorum" if header_type == "quorum" else "partition") and resolved.name == protocol
+    events = [{"topic": "t", "partition": 0, "seq": 0, "type": header_type, "args": json.dumps(header), "raw": None},
+              {"topic": "t", "partition": 0, "seq": 1, "type": step[0], "args": json.dumps(step[1]), "raw": None}]
+    rows, state, _ = process_batch("t", 0, events, None, resolved)
+    rows = list(rows)
+    assert not of_kind(rows, "quarantine"), reasons(rows)
+    summary, = of_kind(rows, "summary")
+    knobs = json.loads(summary["knobs"])
+    assert {k: knobs[k] for k in in_force} == in_force and summary["protocol"] == protocol
+    assert state["header"] == "ok" and state["steps_applied"] == 1

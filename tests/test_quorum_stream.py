@@ -19,7 +19,7 @@ from emulator.quorum_run import run_quorum_scenario
 from emulator.quorum_variants import quorum_variant_named
 from scenario_io.yaml_files import load_any_scenario
 from streaming.events import quorum_scenario_rows, write_event_files
-from streaming.processor import process_batch
+from streaming.processor import process_batch, stream_protocol
 from streaming.state_codec import from_tuple, to_tuple
 
 STORY = BUNDLED / "quorum" / "thesis-membership-change.yaml"
@@ -38,7 +38,7 @@ def stream_rows(rows: list[dict], batches: int, knobs=None, protocol: str = "kra
     state, out = None, []
     size = -(-len(rows) // batches)
     for b in range(batches):
-        produced, state, _ = process_batch(TOPIC, 0, [dict(r) for r in rows[b * size:(b + 1) * size]], state, protocol, knobs=knobs)
+        produced, state, _ = process_batch(TOPIC, 0, [dict(r) for r in rows[b * size:(b + 1) * size]], state, stream_protocol(protocol, knobs))
         out += [r for r in produced if r["kind"] != "summary"]
         state = from_tuple(tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in to_tuple(state)))
     return sorted(out, key=lambda r: (r["kind"], r["seq"] if r["seq"] is not None else -1, r["idx"]))
@@ -94,9 +94,9 @@ def test_bad_rows_are_quarantined_and_the_partition_goes_on():
     assert len(reasons) == 4
     assert any(r["kind"] == "log" and r["seq"] == n + 3 and r["value"] == "after" for r in out)  # the stream went on
     # a partition header under a quorum protocol, and a quorum header under a partition protocol
-    wrong, _, _ = process_batch("t", 0, [{"topic": "t", "partition": 0, "seq": 0, "type": "partition", "args": "{}"}], None, "kraft853")
+    wrong, _, _ = process_batch("t", 0, [{"topic": "t", "partition": 0, "seq": 0, "type": "partition", "args": "{}"}], None, stream_protocol("kraft853"))
     assert "a partition header ('partition') in a stream of the metadata-quorum protocol kraft853" in list(wrong)[0]["reason"]
-    wrong, _, _ = process_batch(TOPIC, 0, [dict(rows[0])], None, "kip320")
+    wrong, _, _ = process_batch(TOPIC, 0, [dict(rows[0])], None, stream_protocol("kip320"))
     assert list(wrong)[0]["kind"] == "quarantine"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from emulator.workload import partition_header, step_bursts, workload_topic
 from scenario_io.profiles import load_profiles
-from streaming.processor import process_batch
+from streaming.processor import process_batch, stream_protocol
 from streaming.schemas import HEADER_TYPE, OUTPUT_KINDS, TICK_TYPE
 from streaming.state_codec import describe_generator
 from streaming.workload_source import WorkloadSpec, batch_range, tick_rows
@@ -52,8 +52,8 @@ def test_ticks_give_the_rows_of_the_generated_events_batch_by_batch():
         for b in range(4):
             t = ticks(k, b)
             assert len(t) == 1 and t[0]["type"] == TICK_TYPE and t[0]["topic"] == workload_topic(SEED, "hard")
-            got, from_ticks, _ = process_batch(t[0]["topic"], k, t, from_ticks, "hw")
-            want, from_events, _ = process_batch(t[0]["topic"], k, generated_rows(k, b), from_events, "hw")
+            got, from_ticks, _ = process_batch(t[0]["topic"], k, t, from_ticks, stream_protocol("hw"))
+            want, from_events, _ = process_batch(t[0]["topic"], k, generated_rows(k, b), from_events, stream_protocol("hw"))
             assert _rows(got) == _rows(want)
             assert from_ticks["next_seq"] == from_events["next_seq"] == batch_range(b, STEPS_PER_BATCH, MAX_STEPS)[1] + 1
             assert from_events["generator"] is None
@@ -80,11 +80,11 @@ def test_the_workload_spec_goes_to_spark_as_text_options_and_comes_back_the_same
 def test_a_tick_that_cannot_be_followed_goes_to_quarantine_with_its_reason():
     topic = workload_topic(SEED, "hard")
     first = ticks(0, 0)
-    rows, st, _ = process_batch(topic, 0, first, None, "hw")
+    rows, st, _ = process_batch(topic, 0, first, None, stream_protocol("hw"))
     assert not [r for r in rows if r["kind"] == "quarantine"]
 
     def reasons(events, state):
-        rows, after, _ = process_batch(topic, 0, events, state, "hw")
+        rows, after, _ = process_batch(topic, 0, events, state, stream_protocol("hw"))
         return [r["reason"] for r in rows if r["kind"] == "quarantine"], after
 
     again, _ = reasons(first, st)  # the start tick a second time
