@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from . import quorum_explore
 from .family import Family
 from .quorum_invariants import QUORUM_INVARIANT_NAMES
 from .quorum_run import is_quorum_document, parse_quorum_scenario, run_quorum_scenario
@@ -21,6 +22,7 @@ from .quorum_variants import (
     parse_quorum_knob_assignments,
     quorum_variant_named,
 )
+from .search import Counterexample, SearchOption, SearchSpace
 
 
 class QuorumFamily(Family):
@@ -72,6 +74,24 @@ class QuorumFamily(Family):
                                    progress=progress)
 
     # -- search (explore) --------------------------------------------------------------------------
+    search_owner = f"the metadata-quorum protocols ({', '.join(QUORUM_VARIANT_NAMES)})"
+    search_kind = 'a metadata-quorum protocol (docs/explore.md "The metadata quorum")'
+
+    def search_options(self) -> tuple[SearchOption, ...]:
+        return quorum_explore.SEARCH_OPTIONS
+
+    def search_spaces(self, protocols: list[str], knobs: dict[str, Any],
+                      options: dict[str, Any]) -> tuple[list[SearchSpace], frozenset[str]]:
+        return quorum_explore.search_spaces(protocols, knobs, options)
+
+    def describe_search(self, space: Any) -> tuple[str, str]:
+        return quorum_explore.describe_search(space)
+
+    def search_result(self, space: Any) -> dict[str, Any]:
+        return quorum_explore.search_result(space)
+
+    def counterexample(self, space: Any, invariant: str, depth: int, path: str, knobs: dict[str, Any]) -> Counterexample:
+        return quorum_explore.counterexample(space, invariant, depth, path, knobs)
 
     # -- stream ------------------------------------------------------------------------------------
 

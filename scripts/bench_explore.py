@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark ``replemu explore``: the Spark engine against the local engine on the same space.
 
-Both engines search one bounded space breadth-first (``emulator.explore.search_local`` in this
+Both engines search one bounded space breadth-first (``emulator.search.search_local`` in this
 process, ``streaming.explore.search_spark`` at --master, in a fresh work directory).  Per depth
 it prints, side by side: new states, transitions, seconds, states/s (new states per second),
 transitions/s and the RSS at the end of the level; then the totals, and the targets:
@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING
 from baseline import DEFAULT_BASELINE, extract, git, project_head  # noqa: E402 (scripts/baseline.py)
 
 if TYPE_CHECKING:
-    from emulator.explore import Level
+    from emulator.search import Level
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -374,8 +374,9 @@ def main() -> int:
 
 def spark_vs_local(args: argparse.Namespace) -> int:
     from emulator.config import Config
-    from emulator.explore import Bounds, Space, search_local
+    from emulator.explore import Bounds, Space
     from emulator.run import effective_variant
+    from emulator.search import search_local
 
     print(f"bench_explore protocol={args.protocol} replicas={args.replicas} depth={args.depth} records={args.records} "
           f"epochs={args.epochs} crashes={args.crashes} power_crashes={args.power_crashes} master={args.master} "

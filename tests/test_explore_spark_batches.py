@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from emulator.config import Config
-from emulator.explore import Bounds, Space, search_local
+from emulator.explore import Bounds, Space
 from emulator.run import effective_variant
+from emulator.search import search_local
 from emulator.steps import StepKind
 
 ALPHABET = (StepKind.ELECT, StepKind.PRODUCE, StepKind.FETCH, StepKind.CRASH, StepKind.RESTART)
