@@ -23,29 +23,23 @@ every state.
 
 from __future__ import annotations
 
-import marshal
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from . import kraft
 from .config import Config, config_to_dict, parse_config
-from .explore_reduce import Reduction, independent, symmetric_form
-from .explore_state import STATE_ENCODING, Counters, canonical, restore
+from .explore_reduce import Reduction, independent, symmetric_key
+from .explore_state import STATE_ENCODING, canonical, restore
 from .invariants import INVARIANT_NAMES, REGISTRY
 from .replica import Role
 from .replica_manager import newer_requests
 from .run import Replay, effective_variant, run_scenario
 from .scenario import Scenario
-from .search import (
-    MARSHAL_VERSION,
-    SEPARATOR,
+from .search import SEPARATOR, Counters, ExploreError, SearchBounds, SearchSpace, digest
+from .search_command import (
     Counterexample,
-    ExploreError,
-    SearchBounds,
     SearchOption,
-    SearchSpace,
     counterexample_name,
-    digest,
     parse_alphabet,
     parse_until,
 )
@@ -118,6 +112,10 @@ class Bounds(SearchBounds):
     epochs: int = 2
     crashes: int = 1
     power_crashes: int = 0
+
+
+# The budgets of ``Bounds`` a path spends: their places in its ``Counters``.
+RECORDS, CRASHES, POWER_CRASHES = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -200,9 +198,7 @@ class Space(SearchSpace):
     def key(self, t: tuple, encoded: bytes) -> bytes:
         """The digest of the canonical bytes, or with symmetry the digest of the smallest encoding
         among the tuple's renamings (``symmetric_form``)."""
-        if self.symmetric:
-            return digest(marshal.dumps(symmetric_form(t), MARSHAL_VERSION))
-        return digest(encoded)
+        return symmetric_key(t) if self.symmetric else digest(encoded)
 
     def asked_reductions(self) -> list[str]:
         return self.reduce.names
@@ -247,7 +243,7 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
     reps = p.replicas
     order = p.assignment
     codes: list[str] = []
-    if space.has(StepKind.PRODUCE) and counters.records < b.records:
+    if space.has(StepKind.PRODUCE) and counters.spent[RECORDS] < b.records:
         for r in order:
             if reps[r].presumes_leadership:
                 codes += [step_code(StepKind.PRODUCE, r, "a"), step_code(StepKind.PRODUCE, r, "1")]  # acks=all, acks=1
@@ -265,9 +261,9 @@ def enabled_codes(space: Space, replay: Replay, counters: Counters) -> list[str]
             rep = reps[r]
             if not rep.alive:
                 continue
-            if counters.crashes < b.crashes:
+            if counters.spent[CRASHES] < b.crashes:
                 codes.append(step_code(StepKind.CRASH, r))
-            if counters.power_crashes < b.power_crashes and rep.recovery_point < rep.leo:
+            if counters.spent[POWER_CRASHES] < b.power_crashes and rep.recovery_point < rep.leo:
                 codes.append(step_code(StepKind.CRASH, r, "p"))  # differs from a process crash only with unflushed records
     if space.has(StepKind.RESTART):
         codes += [step_code(StepKind.RESTART, r) for r in order if not reps[r].alive]
@@ -324,18 +320,18 @@ def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tupl
         return Reassign(tuple([int(ch) for ch in code[1:]])), counters
     r, flag = int(code[1]), code[2:]
     if kind is StepKind.PRODUCE:
-        value = f"v{counters.records + 1}"
+        value = f"v{counters.spent[RECORDS] + 1}"
         acks = None if (flag == "a") == (p.config.acks == "all") else ("all" if flag == "a" else "1")
         target = None if r == p.controller.leader else r
-        return Produce(values=(value,), acks=acks, replica=target), replace(counters, records=counters.records + 1)
+        return Produce(values=(value,), acks=acks, replica=target), counters.spend(RECORDS)
     if kind is StepKind.FETCH:
         if flag == "x":
             return Fetch(r, response=FetchResponse.LOST), counters
         return Fetch(r, max_records=1 if flag == "m" else None), counters
     if kind is StepKind.CRASH:
         if flag == "p":
-            return Crash(r, CrashMode.POWER), replace(counters, power_crashes=counters.power_crashes + 1)
-        return Crash(r), replace(counters, crashes=counters.crashes + 1)
+            return Crash(r, CrashMode.POWER), counters.spend(POWER_CRASHES)
+        return Crash(r), counters.spend(CRASHES)
     if kind is StepKind.ELECT:
         to = {"": None, "o": (r,), "n": ()}[flag]
         if p.variant.metadata == "kraft":  # ElectLeaders: PREFERRED, else the UNCLEAN election that elects r
@@ -346,7 +342,7 @@ def step_of(space: Space, replay: Replay, counters: Counters, code: str) -> tupl
     if kind is StepKind.LEADER_AND_ISR:
         return LeaderAndIsr(r, epoch=int(flag[1:]) if flag else None), counters
     if kind is StepKind.SHUTDOWN:
-        return Shutdown(r), replace(counters, crashes=counters.crashes + 1)
+        return Shutdown(r), counters.spend(CRASHES)
     return REPLICA_STEPS[kind](r), counters
 
 
@@ -390,7 +386,7 @@ def _kraft_codes(space: Space, p, counters: Counters, codes: list[str]) -> None:
     AlterPartition answer (config alter_partition: explicit), and GetReplicaLogInfo answers
     during unclean recovery.  A restart registers and unfences at once (no unfence step)."""
     c, reps, order, b = p.controller, p.replicas, p.assignment, space.bounds
-    if space.has(StepKind.SHUTDOWN) and counters.crashes < b.crashes:
+    if space.has(StepKind.SHUTDOWN) and counters.spent[CRASHES] < b.crashes:
         codes += [step_code(StepKind.SHUTDOWN, r) for r in order if reps[r].alive]
     if space.has(StepKind.FENCE):
         codes += [step_code(StepKind.FENCE, r) for r in order if not reps[r].alive and r not in c.fenced]
@@ -429,7 +425,7 @@ def root(space: Space) -> tuple[Replay, Counters, list[Step], list[str]]:
     first = Elect()
     report = replay.apply(first)
     broken = sorted({v["invariant"] for v in report.violations} | _final_broken(replay))
-    return replay, Counters(), [first], broken
+    return replay, Counters((0, 0, 0)), [first], broken
 
 
 def _final_broken(replay: Replay) -> set[str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._build import rebuilt
 from .run import Replay
-from .search import MARSHAL_VERSION, ExploreError
+from .search import MARSHAL_VERSION, ExploreError, digest
 
 REDUCTIONS: tuple[str, ...] = ("sleep", "symmetry")  # the names ``--reduce`` takes (``none``, ``all``: none or both)
 
@@ -139,6 +139,11 @@ def symmetric_form(t: tuple) -> tuple:
             best, best_bytes = form, encoded
     assert best is not None
     return best
+
+
+def symmetric_key(t: tuple) -> bytes:
+    """The visited-set key of a canonical tuple's class: the digest of its ``symmetric_form``."""
+    return digest(marshal.dumps(symmetric_form(t), MARSHAL_VERSION))
 
 
 # -- sleep sets: steps that commute ---------------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import marshal
 import zlib
-from dataclasses import dataclass
 
 from .checker import AckInfo
 from .epoch_cache import LeaderEpochCache
@@ -28,18 +27,7 @@ from .replica import (
     Role,
 )
 from .run import Replay
-from .search import MARSHAL_VERSION
-
-
-@dataclass(frozen=True, slots=True)
-class Counters:
-    """What the bounds count along a path (part of a state: two paths that used different
-    budgets can take different futures)."""
-
-    records: int = 0
-    crashes: int = 0
-    power_crashes: int = 0
-
+from .search import MARSHAL_VERSION, Counters
 
 # The layout of the canonical tuple (``canonical``); a work directory records it, so a search
 # resumes only from levels written in the same encoding.
@@ -119,7 +107,7 @@ def canonical(replay: Replay, counters: Counters) -> tuple:
          tuple(sorted([(b, brank[e]) for b, e in c.broker_epochs.items()])), brank[c.next_broker_epoch],
          tuple(sorted(c.log_info.items())), c.shutting_down, c.lagging)
         + ((c.adding, c.removing, len(p.assignment)) if reassigned else ()),
-        tuple(replicas), checker, (counters.records, counters.crashes, counters.power_crashes),
+        tuple(replicas), checker, counters.spent,
     )
 
 
@@ -223,7 +211,7 @@ def restore(template: Replay, t: tuple) -> tuple[Replay, Counters]:
     g.unclean_election, g.faultless = unclean, faultless
     g.pair_mismatch, g.committed_mismatch_of, g.presumer_covered = dict(pair_mismatch), dict(committed_mismatch), dict(covered)
     g.suspects, g.lossy_shutdowns = set(suspects), lossy_shutdowns
-    return replay, Counters(*counters)
+    return replay, Counters(counters)
 
 
 def encode(replay: Replay, counters: Counters) -> bytes:

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ._build import mypyc_attr
-from .search import Counterexample, SearchOption, SearchSpace
+from .search import SearchSpace
+from .search_command import Counterexample, SearchOption
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

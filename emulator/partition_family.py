@@ -12,7 +12,8 @@ from .family import Family
 from .invariants import INVARIANT_NAMES
 from .run import run_scenario
 from .scenario import parse_scenario
-from .search import Counterexample, SearchOption, SearchSpace
+from .search import SearchSpace
+from .search_command import Counterexample, SearchOption
 from .steps import STEP_KINDS, describe_step, parse_step, step_to_dict
 from .variants import KNOBS, VARIANT_NAMES, parse_knob_assignments, variant_named
 

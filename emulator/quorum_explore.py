@@ -76,13 +76,10 @@ from .quorum_steps import (
 )
 from .quorum_variants import QuorumVariant, quorum_variant_named
 from .scenario import StepRefused
-from .search import (
-    SEPARATOR,
+from .search import SEPARATOR, Counters, ExploreError, SearchBounds, SearchSpace
+from .search_command import (
     Counterexample,
-    ExploreError,
-    SearchBounds,
     SearchOption,
-    SearchSpace,
     counterexample_name,
     knob_flags,
     parse_alphabet,
@@ -143,6 +140,10 @@ class QuorumBounds(SearchBounds):
     disk_losses: int = 0
     lost_responses: int = 0
     messages: int = 0
+
+
+# The budgets of ``QuorumBounds`` a path spends: their places in its ``Counters``.
+APPENDS, RECONFIGS, CRASHES, POWER_CRASHES, DISK_LOSSES, LOST_RESPONSES = 0, 1, 2, 3, 4, 5
 
 
 @dataclass(frozen=True)
@@ -240,25 +241,13 @@ class QuorumSpace(SearchSpace):
                 **{k: v for k, v in self.bounds.as_dict().items() if k != "depth"}}
 
 
-@dataclass(frozen=True, slots=True)
-class QuorumCounters:
-    """What the bounds count along a path (part of a state)."""
-
-    appends: int = 0
-    reconfigs: int = 0
-    crashes: int = 0
-    power_crashes: int = 0
-    disk_losses: int = 0
-    lost_responses: int = 0
-
-
 class Node:
     """One state as the search holds it: the quorum, its checker's ghost state, the counters, and
     (claim only) the stable leader's id and epoch."""
 
     __slots__ = ("q", "checker", "counters", "stable")
 
-    def __init__(self, q: Quorum, checker: QuorumChecker, counters: QuorumCounters,
+    def __init__(self, q: Quorum, checker: QuorumChecker, counters: Counters,
                  stable: tuple[int, int] | None) -> None:
         self.q, self.checker, self.counters, self.stable = q, checker, counters, stable
 
@@ -352,7 +341,7 @@ def canonical(node: Node, fetched: bool = False) -> tuple:
     ghost = (tuple(sorted(g.leaders.items())), tuple([(o, _record(r)) for o, r in sorted(g.committed.items())]),
              tuple(sorted(g.committed_in.items())))
     return (tuple([_server(s, fetched) for _, s in sorted(q.servers.items())]), links, ghost,
-            (c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses), node.stable)
+            c.spent, node.stable)
 
 
 CONTROL_TYPES: tuple[ControlType, ...] = (ControlType.DATA, ControlType.LEADER_CHANGE, ControlType.VOTERS)
@@ -416,7 +405,7 @@ def restore(space: QuorumSpace, t: tuple) -> Node:
         q.in_flight[link] = restored
     leaders, committed, committed_in = ghost
     checker = QuorumChecker(dict(leaders), {o: _record_of(r) for o, r in committed}, dict(committed_in))
-    return Node(q, checker, QuorumCounters(*counters), stable)
+    return Node(q, checker, Counters(counters), stable)
 
 
 def _clone_server(s: Server) -> Server:
@@ -502,16 +491,16 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
     alive = [sid for sid in ids if servers[sid].alive]
     leaders = _leaders(q)
     codes: list[str] = []
-    if space.has(QuorumStepKind.APPEND) and c.appends < b.appends:
+    if space.has(QuorumStepKind.APPEND) and c.spent[APPENDS] < b.appends:
         codes += [f"A{lid}" for lid in leaders]
     if space.has(QuorumStepKind.BEGIN_QUORUM_EPOCH):
         codes += [f"B{lid}{v}" for lid in leaders for v in servers[lid].voter_ids()
                   if v != lid and v in servers and servers[v].alive]
     if space.has(QuorumStepKind.CRASH):
         for sid in alive:
-            if c.crashes < b.crashes:
+            if c.spent[CRASHES] < b.crashes:
                 codes.append(f"C{sid}")
-            if c.power_crashes < b.power_crashes and servers[sid].flushed < servers[sid].leo:
+            if c.spent[POWER_CRASHES] < b.power_crashes and servers[sid].flushed < servers[sid].leo:
                 codes.append(f"C{sid}p")  # differs from a process crash only with records not flushed
     links = sorted(link for link, msgs in q.in_flight.items() if msgs)
     if space.has(QuorumStepKind.DROP):
@@ -536,7 +525,7 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
             if s.leader is not None and s.leader != sid:
                 if servers[s.leader].alive:
                     codes.append(f"F{sid}")
-                    if c.lost_responses < b.lost_responses:
+                    if c.spent[LOST_RESPONSES] < b.lost_responses:
                         codes.append(f"F{sid}x")
             elif not s.is_voter():  # an observer that knows no leader asks a bootstrap server
                 codes += [f"F{sid}t{d}" for d in alive if d != sid]
@@ -557,14 +546,14 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
     if space.has(QuorumStepKind.CHANGE_LISTENERS):
         # one change per server: the listeners' generation would otherwise grow without bound
         codes += [f"M{sid}" for sid in ids if not servers[sid].alive and servers[sid].listeners == 1]
-    if c.reconfigs < b.reconfigs:
+    if c.spent[RECONFIGS] < b.reconfigs:
         for lid in leaders:
             voters = servers[lid].voter_ids()
             if space.has(QuorumStepKind.ADD_VOTER):
                 codes += [f"J{lid}{v}" for v in alive if v not in voters]
             if space.has(QuorumStepKind.REMOVE_VOTER):
                 codes += [f"K{lid}{v}" for v in voters if v in servers]
-    if space.has(QuorumStepKind.LOSE_DISK) and c.disk_losses < b.disk_losses:
+    if space.has(QuorumStepKind.LOSE_DISK) and c.spent[DISK_LOSSES] < b.disk_losses:
         codes += [f"L{sid}" for sid in ids if not servers[sid].alive]
     if space.has(QuorumStepKind.RESTART):
         codes += [f"R{sid}" for sid in ids if not servers[sid].alive]
@@ -580,8 +569,8 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
     kind = KIND_OF_CODE.get(code[:1])
     c = node.counters
     if kind is QuorumStepKind.APPEND:
-        _apply(node, taken, Append(f"v{c.appends + 1}", int(code[1])))
-        node.counters = QuorumCounters(c.appends + 1, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses)
+        _apply(node, taken, Append(f"v{c.spent[APPENDS] + 1}", int(code[1])))
+        node.counters = c.spend(APPENDS)
     elif kind is QuorumStepKind.BEGIN_QUORUM_EPOCH:  # the leader's beginQuorumEpochTimer: resent, answered
         leader, voter = int(code[1]), int(code[2])
         _apply(node, taken, BeginQuorumEpoch(leader, voter))
@@ -589,10 +578,10 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
     elif kind is QuorumStepKind.CRASH:
         if code.endswith("p"):
             _apply(node, taken, QuorumCrash(int(code[1]), CrashMode.POWER))
-            node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes + 1, c.disk_losses, c.lost_responses)
+            node.counters = c.spend(POWER_CRASHES)
         else:
             _apply(node, taken, QuorumCrash(int(code[1])))
-            node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes + 1, c.power_crashes, c.disk_losses, c.lost_responses)
+            node.counters = c.spend(CRASHES)
     elif kind is QuorumStepKind.DROP:
         source, destination = int(code[1]), int(code[2])
         while node.q.in_flight.get((source, destination)):
@@ -619,8 +608,7 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
                 _deliver_all(node, taken, known, sid, keep=1)
                 if node.q.in_flight.get((known, sid)):
                     _apply(node, taken, Drop(known, sid))
-                node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses,
-                                               c.lost_responses + 1)
+                node.counters = c.spend(LOST_RESPONSES)
             else:
                 _deliver_all(node, taken, known, sid)
     elif kind in (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM, QuorumStepKind.SHUTDOWN):
@@ -654,10 +642,10 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
         taken.steps.append(step)
         for name, _detail in node.checker.observe(node.q, outcome):
             taken.broken.add(name)
-        node.counters = QuorumCounters(c.appends, c.reconfigs + 1, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses)
+        node.counters = c.spend(RECONFIGS)
     elif kind is QuorumStepKind.LOSE_DISK:
         _apply(node, taken, LoseDisk(int(code[1])))
-        node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses + 1, c.lost_responses)
+        node.counters = c.spend(DISK_LOSSES)
     elif kind is QuorumStepKind.RESTART:
         _apply(node, taken, QuorumRestart(int(code[1])))
     elif kind is QuorumStepKind.DELIVER:
@@ -691,7 +679,7 @@ def root(space: QuorumSpace) -> tuple[Node, list[QuorumStep], list[str]]:
     Returns the node, the core steps taken, and the properties they broke (none for a sound
     protocol)."""
     q = Quorum(space.voters, space.observers, space.variant)
-    node = Node(q, QuorumChecker(), QuorumCounters(), None)
+    node = Node(q, QuorumChecker(), Counters((0, 0, 0, 0, 0, 0)), None)
     steps: list[QuorumStep] = []
     broken: set[str] = set()
     if space.stable_root:

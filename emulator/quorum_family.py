@@ -22,7 +22,8 @@ from .quorum_variants import (
     parse_quorum_knob_assignments,
     quorum_variant_named,
 )
-from .search import Counterexample, SearchOption, SearchSpace
+from .search import SearchSpace
+from .search_command import Counterexample, SearchOption
 
 
 class QuorumFamily(Family):

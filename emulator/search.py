@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import multiprocessing
+import signal
 import zlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -71,31 +73,18 @@ class SearchBounds:
         return rebuilt(self)  # compiled, the default unpickling would set each field through __setattr__
 
 
-def parse_alphabet(text: str | None, kinds: Iterable[Any], default: tuple[Any, ...], noun: str = "step kind") -> tuple[Any, ...]:
-    """``--steps a,b,...`` -> the step kinds (members of a family's step-kind enum, ``kinds`` in its
-    table's order) named, in that order; None: ``default``.  ``ExploreError`` names an unknown one."""
-    if text is None:
-        return default
-    table = list(kinds)
-    by_name = {k.value: k for k in table}
-    named = []
-    for name in (t.strip() for t in text.split(",")):
-        if name not in by_name:
-            raise ExploreError(f"--steps: unknown {noun} {name[:40]!r} (known: {', '.join(k.value for k in table)})")
-        named.append(by_name[name])
-    if not named:
-        raise ExploreError(f"--steps: give at least one {noun}")
-    return tuple(k for k in table if k in named)
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """What the bounds count along a path: how much of each budget of a family's bounds (records
+    produced, crashes ...: the family names them and their order) the path spent.  Part of a
+    state: two paths that spent differently can take different futures."""
 
+    spent: tuple[int, ...]
 
-def parse_until(text: str | None, names: tuple[str, ...], noun: str = "invariant") -> frozenset[str]:
-    """``--until A,B``: the properties (of ``names``, a family's) after whose first break a search
-    stops; ``ExploreError`` names an unknown one."""
-    until = frozenset(t.strip() for t in (text or "").split(",") if t.strip())
-    unknown = sorted(until - set(names))
-    if unknown:
-        raise ExploreError(f"--until: unknown {noun} {unknown[0][:40]!r} (known: {', '.join(names)})")
-    return until
+    def spend(self, budget: int) -> Counters:
+        """These counters with one more of budget ``budget`` (its index) spent."""
+        s = self.spent
+        return Counters(s[:budget] + (s[budget] + 1,) + s[budget + 1:])
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -350,8 +339,6 @@ def _parallel_level(space: SearchSpace, frontier: Any, visited: VisitedSet, nxt:
     """One level expanded by ``workers`` forked processes, merged here in frontier order (what
     the one-process loop does, transition for transition).  Returns why it stopped (None when
     the level is whole) and the transitions merged."""
-    import multiprocessing
-
     chunk = max(64, min(2048, len(frontier) // (workers * 16)))
     ranges = [(lo, min(lo + chunk, len(frontier))) for lo in range(0, len(frontier), chunk)]
     _LEVEL.update(space=space, frontier=frontier, visited=visited.hot)
@@ -383,7 +370,6 @@ def _parallel_level(space: SearchSpace, frontier: Any, visited: VisitedSet, nxt:
 
 def _quiet_worker() -> None:
     """Workers leave Ctrl-C to the calling process, which stops them."""
-    import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -492,45 +478,3 @@ def search_local(space: SearchSpace, on_level: Callable[[Level], None] = lambda 
     finally:
         if store is not None:
             frontier.close()
-
-
-# -- what a family says of a search beside the engine's hooks -------------------------------------
-
-
-@dataclass(frozen=True)
-class SearchOption:
-    """One flag of ``replemu explore`` that a family's search takes (``Family.search_options``):
-    its name (``power_crashes`` is ``--power-crashes``), the value the search takes when it is not
-    given (``required``: none, the user must give it), and the value a parser holds when it is not
-    given (a flag of another family that is not ``unset`` is refused)."""
-
-    name: str
-    default: Any = None
-    unset: Any = None
-    required: bool = False
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-
-def knob_flags(knobs: dict[str, Any]) -> str:
-    """``--knob NAME=VALUE`` flags of ``knobs``, in name order, each after a space (booleans lowercase)."""
-    return "".join(f" --knob {k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(knobs.items()))
-
-
-def counterexample_name(protocol: str, invariant: str) -> str:
-    """The name of the scenario a violation's shortest path is written as: ``explore-kip320-strong-isr``."""
-    kebab = "".join("-" + ch.lower() if ch.isupper() else ch for ch in invariant).lstrip("-")
-    return f"explore-{protocol}-{kebab}"
-
-
-@dataclass
-class Counterexample:
-    """A violation's shortest path as the family writes it: the scenario document (with its
-    ``expect`` block, so ``replemu run FILE --check`` replays it), what the result's violation
-    entry adds before ``scenario_file``, and the flags shown after ``replemu run FILE --protocol P``."""
-
-    document: dict[str, Any]
-    fields: dict[str, Any] = field(default_factory=dict)
-    run_flags: str = ""

@@ -32,7 +32,8 @@ from emulator.explore import DEFAULT_ALPHABET, Bounds, Reduction, Space
 from emulator.families import FAMILIES, Family, family_named, family_of_protocol
 from emulator.levels import WorkDirError
 from emulator.run import effective_variant
-from emulator.search import Level, Outcome, SearchSpace, knob_flags, search_local
+from emulator.search import Level, Outcome, SearchSpace, search_local
+from emulator.search_command import knob_flags
 from emulator.steps import StepKind
 from scenario_io.yaml_files import write_scenario
 from streaming.explore import search_spark
@@ -83,12 +84,12 @@ class Request:
 
 def partition_request(protocols: list[str], replicas: int, bounds: Bounds, config: Config, knobs: dict[str, Any],
                       alphabet: tuple[StepKind, ...] = DEFAULT_ALPHABET, engine: str = "local", out: Path = Path("out/explore"),
-                      reduce: Reduction = Reduction(), **settings: Any) -> Request:  # noqa: B008 (frozen defaults)
+                      reduce: Reduction | None = None, **settings: Any) -> Request:
     """A request of partition searches from their parts (``replemu.api.explore``,
     scripts/explore_targets.py): replicas 1..``replicas``, each protocol's variant with the knobs."""
     ids = tuple(range(1, replicas + 1))
-    spaces: list[SearchSpace] = [Space(ids, config, effective_variant(p, config, knobs), bounds, alphabet, reduce)
-                                 for p in protocols]
+    spaces: list[SearchSpace] = [Space(ids, config, effective_variant(p, config, knobs), bounds, alphabet,
+                                       reduce or Reduction()) for p in protocols]
     return Request(family_named("partition"), list(protocols), spaces, knobs, engine, Path(out), **settings)
 
 

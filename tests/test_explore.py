@@ -19,9 +19,9 @@ from conftest import ROOT, replemu
 from emulator import search as engine
 from emulator.config import Config
 from emulator.explore import Bounds, Space, enabled_codes, replay_path, root, step_of
-from emulator.explore_state import Counters, encode
+from emulator.explore_state import encode
 from emulator.run import effective_variant
-from emulator.search import SEPARATOR, digest, search_local
+from emulator.search import SEPARATOR, Counters, digest, search_local
 from emulator.state import from_document, to_document
 from emulator.steps import StepKind
 
@@ -146,9 +146,8 @@ def test_a_broken_rule_is_caught_at_the_depth_worked_out_by_hand():
         from emulator.config import Config
         from emulator.effects import LeaderHw
         from emulator.explore import Bounds, Space
-        from emulator.search import search_local
         from emulator.run import effective_variant
-from emulator.search import SEPARATOR, digest, search_local
+        from emulator.search import search_local
 
         sp = Space((1, 2), Config(), effective_variant("kip320", Config()), Bounds(depth=3, records=1, epochs=1, crashes=0))
         print("StrongIsr" in search_local(sp).violations)
