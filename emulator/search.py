@@ -86,6 +86,9 @@ class Counters:
         s = self.spent
         return Counters(s[:budget] + (s[budget] + 1,) + s[budget + 1:])
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class SearchSpace:
