@@ -53,6 +53,9 @@ project on its pure-Python core (``REPLEMU_PURE=1``), and the ratios project / p
 compiled build adds) by wall and CPU time.
 
     python scripts/bench_explore.py --baseline [REF] [--protocol kip320] [--replicas 3] [--depth 6] [--runs 1] [--pure]
+    python scripts/bench_explore.py --baseline [REF] --args '--protocol kraft853 --depth 5' [--runs 1] [--pure]
+
+(``--args``: any family's search, given by its ``replemu explore`` flags, e.g. a metadata-quorum one.)
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -263,14 +267,14 @@ def compare(ref: dict, proj: dict, ref_files: dict[str, bytes], proj_files: dict
 
 def baseline(args: argparse.Namespace) -> int:
     commit = git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
-    argv = ["explore", "--protocol", args.protocol, "--replicas", str(args.replicas), "--depth", str(args.depth),
-            "--records", str(args.records), "--epochs", str(args.epochs), "--crashes", str(args.crashes),
-            "--power-crashes", str(args.power_crashes), "--engine", "local", "--json"]
+    space = shlex.split(args.args) if args.args else [
+        "--protocol", args.protocol, "--replicas", str(args.replicas), "--depth", str(args.depth), "--records",
+        str(args.records), "--epochs", str(args.epochs), "--crashes", str(args.crashes), "--power-crashes",
+        str(args.power_crashes)]
+    argv = ["explore", *space, "--engine", "local", "--json"]
     load = ",".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"bench_explore --baseline: local engine through the CLI, protocol={args.protocol} replicas={args.replicas} "
-          f"depth={args.depth} records={args.records} epochs={args.epochs} crashes={args.crashes} "
-          f"power_crashes={args.power_crashes} runs={args.runs} (best wall of each side, alternated; CPU: the command "
-          f"and its workers) "
+    print(f"bench_explore --baseline: local engine through the CLI, {' '.join(space)} runs={args.runs} (best wall of each "
+          f"side, alternated; CPU: the command and its workers) "
           f"reference={args.baseline} = {commit} project={ROOT} HEAD {project_head()} cores={os.cpu_count()} "
           f"loadavg={load} python={sys.version.split()[0]}", flush=True)
     print(f"  command: python -m replemu {' '.join(argv)} --out DIR  (cwd and PYTHONPATH = the tree)", flush=True)
@@ -364,6 +368,9 @@ def main() -> int:
                     help="instead: this tree's local engine against commit REF's, through the CLI "
                          f"(default when given without a value: {DEFAULT_BASELINE})")
     ap.add_argument("--runs", type=int, default=1, help="runs of each side with --baseline, alternated (default 1)")
+    ap.add_argument("--args", metavar="'FLAGS'",
+                    help="with --baseline: these explore flags instead of the space's (--protocol ... --power-crashes), "
+                         "e.g. a metadata-quorum search: --args '--protocol kraft853 --depth 5'")
     ap.add_argument("--pure", action="store_true",
                     help="with --baseline: also run the project on its pure-Python core (REPLEMU_PURE=1), as a third side")
     args = ap.parse_args()
