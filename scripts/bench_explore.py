@@ -55,7 +55,9 @@ compiled build adds) by wall and CPU time.
     python scripts/bench_explore.py --baseline [REF] [--protocol kip320] [--replicas 3] [--depth 6] [--runs 1] [--pure]
     python scripts/bench_explore.py --baseline [REF] --args '--protocol kraft853 --depth 5' [--runs 1] [--pure]
 
-(``--args``: any family's search, given by its ``replemu explore`` flags, e.g. a metadata-quorum one.)
+(``--args``: any family's search, given by its ``replemu explore`` flags, e.g. a metadata-quorum one.
+``--reference-tree DIR``: the reference is a tree of REF with its core compiled, to compare two
+compiled builds; the project's core is compiled when this tree's is.)
 """
 
 from __future__ import annotations
@@ -280,7 +282,8 @@ def baseline(args: argparse.Namespace) -> int:
     print(f"  command: python -m replemu {' '.join(argv)} --out DIR  (cwd and PYTHONPATH = the tree)", flush=True)
     work = Path(tempfile.mkdtemp(prefix="replemu-bench-explore-baseline-"))
     try:
-        sides = [("reference", extract(commit, work / "reference", who="bench_explore"), False), ("project", ROOT, False)]
+        reference = Path(args.reference_tree) if args.reference_tree else extract(commit, work / "reference", who="bench_explore")
+        sides = [("reference", reference, False), ("project", ROOT, False)]
         sides += [("pure", ROOT, True)] if args.pure else []
         builds = {name: check_imports(name, tree, pure) for name, tree, pure in sides}
         print("  builds: " + "; ".join(f"{name}: {build}" for name, build in builds.items()), flush=True)
@@ -368,6 +371,9 @@ def main() -> int:
                     help="instead: this tree's local engine against commit REF's, through the CLI "
                          f"(default when given without a value: {DEFAULT_BASELINE})")
     ap.add_argument("--runs", type=int, default=1, help="runs of each side with --baseline, alternated (default 1)")
+    ap.add_argument("--reference-tree", metavar="DIR",
+                    help="with --baseline: the reference is this tree (REF's sources with its compiled core built "
+                         "beside them: setup.py build_ext --inplace) instead of REF extracted, which runs pure Python")
     ap.add_argument("--args", metavar="'FLAGS'",
                     help="with --baseline: these explore flags instead of the space's (--protocol ... --power-crashes), "
                          "e.g. a metadata-quorum search: --args '--protocol kraft853 --depth 5'")
