@@ -21,6 +21,8 @@ from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 from ._build import mypyc_attr
+from .search import SearchSpace
+from .search_command import Counterexample, SearchOption
 
 
 class StreamRowError(ValueError):
@@ -226,6 +228,60 @@ class Family:
         raise NotImplementedError
 
     # -- search (explore) --------------------------------------------------------------------------
+    # ``replemu explore`` builds a family's spaces here and runs one engine on them
+    # (``emulator.search``: the engine's hooks are the ``SearchSpace`` a family returns); what the
+    # command prints and writes of a space comes from the family too.
+    search_owner: str = ""  # how a flag of this family's refused elsewhere names it: "partition protocols"
+    search_kind: str = ""  # how a refusal names one of its protocols: "a partition protocol"
+
+    def search_options(self) -> tuple[SearchOption, ...]:
+        """The flags of ``replemu explore`` this family's search takes, with their defaults (a
+        flag another family takes and this one does not is refused)."""
+        raise NotImplementedError
+
+    def search_engines(self) -> tuple[str, ...]:
+        """The engines that search this family: ``local`` (``emulator.search.search_local``),
+        ``spark`` (``streaming.explore.search_spark``)."""
+        return ("local",)
+
+    def search_checkpoints(self) -> bool:
+        """Whether a search keeps its levels under ``--out`` (``DIR/PROTOCOL/ENGINE``: rerunning the
+        same command resumes it)."""
+        return False
+
+    def search_reductions(self) -> tuple[str, ...]:
+        """The reductions ``--reduce`` may ask of this family's searches (docs/explore.md "Reductions")."""
+        return ()
+
+    def search_spaces(self, protocols: list[str], knobs: dict[str, Any],
+                      options: dict[str, Any]) -> tuple[list[SearchSpace], frozenset[str]]:
+        """One space per protocol, and the properties ``--until`` names, from the values of
+        ``search_options`` (given or default; ``config``: ``--config`` values by key);
+        ``ValueError`` names the flag that is wrong."""
+        raise NotImplementedError
+
+    def describe_search(self, space: Any) -> tuple[str, str]:
+        """What the first line of ``replemu explore`` says of a space: before the engine's
+        settings, and after them."""
+        raise NotImplementedError
+
+    def search_notes(self, space: Any) -> list[str]:
+        """Lines said before the search of ``space`` (a reduction asked for that does not apply)."""
+        return []
+
+    def search_result(self, space: Any) -> dict[str, Any]:
+        """The result object's fields that say what was searched (``protocol``, ``bounds`` ...),
+        first in the object ``--json`` prints."""
+        raise NotImplementedError
+
+    def counterexample(self, space: Any, invariant: str, depth: int, path: str, knobs: dict[str, Any]) -> Counterexample:
+        """The shortest path ``path`` (``depth`` actions) that breaks ``invariant`` as a scenario of
+        the family that replays with ``replemu run FILE --check``."""
+        raise NotImplementedError
+
+    def search_chart_marks(self) -> tuple[str, ...] | None:
+        """The invariants ``explore.svg`` marks where they first broke (None: no picture)."""
+        return None
 
     # -- stream ------------------------------------------------------------------------------------
     # The stream's state function (``streaming.processor.process_batch``) is one loop over these

@@ -7,13 +7,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
-from . import partition_stream, report
+from . import explore, partition_stream, report
 from .config import config_to_dict
+from .explore_reduce import REDUCTIONS
 from .family import Family, StreamRows
 from .invariants import INVARIANT_NAMES
 from .result import check_result_document
 from .run import Replay, run_scenario
 from .scenario import Scenario, parse_scenario
+from .search import SearchSpace
+from .search_command import Counterexample, SearchOption
 from .steps import STEP_KINDS, describe_step, parse_step, step_to_dict
 from .variants import KNOBS, VARIANT_NAMES, parse_knob_assignments, variant_named
 from .workload import generate_partition
@@ -175,6 +178,39 @@ class PartitionFamily(Family):
         return doc
 
     # -- search (explore) --------------------------------------------------------------------------
+    search_owner = "partition protocols"
+    search_kind = "a partition protocol"
+
+    def search_options(self) -> tuple[SearchOption, ...]:
+        return explore.SEARCH_OPTIONS
+
+    def search_engines(self) -> tuple[str, ...]:
+        return ("local", "spark")
+
+    def search_checkpoints(self) -> bool:
+        return True
+
+    def search_reductions(self) -> tuple[str, ...]:
+        return REDUCTIONS
+
+    def search_spaces(self, protocols: list[str], knobs: dict[str, Any],
+                      options: dict[str, Any]) -> tuple[list[SearchSpace], frozenset[str]]:
+        return explore.search_spaces(protocols, knobs, options)
+
+    def describe_search(self, space: Any) -> tuple[str, str]:
+        return explore.describe_search(space)
+
+    def search_notes(self, space: Any) -> list[str]:
+        return explore.search_notes(space)
+
+    def search_result(self, space: Any) -> dict[str, Any]:
+        return explore.search_result(space)
+
+    def counterexample(self, space: Any, invariant: str, depth: int, path: str, knobs: dict[str, Any]) -> Counterexample:
+        return explore.counterexample(space, invariant, depth, path, knobs)
+
+    def search_chart_marks(self) -> tuple[str, ...] | None:
+        return ("StrongIsr", "NoCommittedDataLoss", "EventualConvergence")  # the verdicts (docs/explore.md)
 
     # -- stream ------------------------------------------------------------------------------------
     stream_header_type = partition_stream.PARTITION_HEADER_TYPE

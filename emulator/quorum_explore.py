@@ -3,9 +3,10 @@ kraft595|kraft853|kraft996`` (docs/explore.md "The metadata quorum").
 
 Breadth-first over ``Quorum`` states, each distinct state expanded once, every quorum invariant
 (``QUORUM_INVARIANTS``) judged after every core step, and for each broken invariant the first
-path found kept: one of the shortest, the smallest in code order.  The engine-neutral pieces of
-``emulator.explore`` (``Level``, ``Outcome``, ``note_violations``, the path separator) are shared;
-this module has its own alphabet, bounds, canonical encoding and one-process loop.
+path found kept: one of the shortest, the smallest in code order.  The engine is the partition
+family's, ``emulator.search``; this module is the quorum's side of it: the alphabet, the bounds,
+the canonical encoding, the actions, and ``QuorumSpace``, the engine's hooks on them (what the
+family says of a search, for ``emulator.quorum_family``, at the end).
 
 Raw message-level interleaving explodes, so an edge is a *coarse action* in the manner of the
 TLA+ specifications (Vanlightly/kafka-tlaplus ``kraft/kip_853``, ``kraft/kip_996``): an election
@@ -22,18 +23,14 @@ hash order into a decision, the visited set holds digests of marshalled tuples.
 
 from __future__ import annotations
 
-import hashlib
-import marshal
-import zlib
 from collections import deque
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
-from ._build import rebuilt
 from .epoch_cache import LeaderEpochCache
-from .explore import SEPARATOR, ExploreError, Level, Outcome, check_bounds, note_violations, reached
 from .quorum import Quorum
 from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
+from .quorum_run import parse_quorum_scenario, run_quorum_scenario
 from .quorum_state import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -78,10 +75,19 @@ from .quorum_steps import (
     ShutdownTimeout,
     UpdateVoter,
 )
-from .quorum_variants import QuorumVariant
+from .quorum_variants import QuorumVariant, quorum_variant_named
+from .search import SEPARATOR, Counters, ExploreError, SearchBounds, SearchSpace
+from .search_command import (
+    Counterexample,
+    SearchOption,
+    counterexample_name,
+    knob_flags,
+    parse_alphabet,
+    parse_until,
+)
 from .step_table import CrashMode, StepRefused
 
-MARSHAL_VERSION = 2
+QUORUM_STATE_ENCODING = 1  # the layout of ``canonical``'s tuple, which a work directory records
 
 # The one table of action codes: each step kind of QUORUM_STEP_TABLE has a letter, the first step
 # of the actions it names.  Codes compare as strings: the letters fix the order a state's actions
@@ -114,7 +120,7 @@ EXCHANGE_PASSES = 8  # an election's exchange rounds (each delivers only answers
 
 
 @dataclass(frozen=True, slots=True)
-class QuorumBounds:
+class QuorumBounds(SearchBounds):
     """How far the search goes.  ``depth``: actions from the root.  ``epochs``: the highest epoch a
     server may reach (a state above it is not explored: a state constraint).  ``appends``: client
     records in all (named v1, v2, ...).  ``reconfigs``: VotersRecords appended by AddRaftVoter /
@@ -133,18 +139,13 @@ class QuorumBounds:
     lost_responses: int = 0
     messages: int = 0
 
-    def __post_init__(self) -> None:
-        check_bounds(self)
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return rebuilt(self)
+# The budgets of ``QuorumBounds`` a path spends: their places in its ``Counters``.
+APPENDS, RECONFIGS, CRASHES, POWER_CRASHES, DISK_LOSSES, LOST_RESPONSES = 0, 1, 2, 3, 4, 5
 
 
 @dataclass(frozen=True)
-class QuorumSpace:
+class QuorumSpace(SearchSpace):
     """What is searched: the servers, the protocol (a quorum variant with its knobs), the bounds and
     the alphabet.  ``stable``: the root is a stable leader (the lowest voter elected by every voter,
     then three fetch rounds of every other voter: everything committed, every follower knows the
@@ -193,20 +194,49 @@ class QuorumSpace:
     def servers(self) -> tuple[int, ...]:
         return tuple(sorted(self.voters + self.observers))
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return rebuilt(self)
+    # -- the engine's hooks (emulator.search.SearchSpace): a state is a ``Node`` ------------------
 
+    def depth(self) -> int:
+        return self.bounds.depth
 
-@dataclass(frozen=True, slots=True)
-class QuorumCounters:
-    """What the bounds count along a path (part of a state)."""
+    def root_state(self) -> tuple[Any, list[str]]:
+        node, _steps, broken = root(self)
+        return node, broken
 
-    appends: int = 0
-    reconfigs: int = 0
-    crashes: int = 0
-    power_crashes: int = 0
-    disk_losses: int = 0
-    lost_responses: int = 0
+    def restore(self, t: tuple, context: Any) -> Any:
+        return restore(self, t)
+
+    def canonical(self, state: Any) -> tuple:
+        return canonical(state, self.has(QuorumStepKind.CHECK_QUORUM))
+
+    def actions(self, state: Any) -> list[str]:
+        return candidate_codes(self, state)
+
+    def take(self, state: Any, code: str) -> tuple[Any, set[str]] | None:
+        """An action the core refuses, or that leaves the bounds, is no edge."""
+        node = clone(self, state)
+        try:
+            taken = take(self, node, code)
+        except StepRefused:
+            return None
+        if not within_bounds(self, node.q):
+            return None
+        return node, taken.broken
+
+    def keeps_self_loops(self) -> bool:
+        return False  # an action that comes back to the same state is no edge
+
+    def order(self) -> dict[str, int]:
+        return PROPERTY_ORDER
+
+    def step_names(self) -> list[str]:
+        return [k.value for k in self.alphabet]
+
+    def identity(self) -> dict[str, Any]:
+        return {"voters": list(self.voters), "observers": list(self.observers), "protocol": self.variant.name,
+                "knobs": self.variant.knobs(), "alphabet": self.step_names(), "encoding": QUORUM_STATE_ENCODING,
+                "returning": self.returning, "stable": self.stable, "any_round": self.any_round, "prefix": self.prefix,
+                **{k: v for k, v in self.bounds.as_dict().items() if k != "depth"}}
 
 
 class Node:
@@ -215,7 +245,7 @@ class Node:
 
     __slots__ = ("q", "checker", "counters", "stable")
 
-    def __init__(self, q: Quorum, checker: QuorumChecker, counters: QuorumCounters,
+    def __init__(self, q: Quorum, checker: QuorumChecker, counters: Counters,
                  stable: tuple[int, int] | None) -> None:
         self.q, self.checker, self.counters, self.stable = q, checker, counters, stable
 
@@ -309,16 +339,7 @@ def canonical(node: Node, fetched: bool = False) -> tuple:
     ghost = (tuple(sorted(g.leaders.items())), tuple([(o, _record(r)) for o, r in sorted(g.committed.items())]),
              tuple(sorted(g.committed_in.items())))
     return (tuple([_server(s, fetched) for _, s in sorted(q.servers.items())]), links, ghost,
-            (c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses), node.stable)
-
-
-def digest(t: tuple) -> bytes:
-    return hashlib.blake2b(marshal.dumps(t, MARSHAL_VERSION), digest_size=16).digest()
-
-
-def pack(t: tuple) -> bytes:
-    """A state as the frontier holds it: its canonical tuple, marshalled and compressed."""
-    return zlib.compress(marshal.dumps(t, MARSHAL_VERSION), 1)
+            c.spent, node.stable)
 
 
 CONTROL_TYPES: tuple[ControlType, ...] = (ControlType.DATA, ControlType.LEADER_CHANGE, ControlType.VOTERS)
@@ -353,9 +374,9 @@ def _message_of(t: tuple, cid: int) -> Message:
     return FetchResponse(t[1], t[2], t[3], tuple([_record_of(r) for r in t[4]]), t[5], t[6], t[7], t[8], t[9], cid)
 
 
-def restore(space: QuorumSpace, packed: bytes) -> Node:
-    """The node of a packed canonical tuple (what ``canonical`` leaves out at its reset value)."""
-    servers_t, links, ghost, counters, stable = marshal.loads(zlib.decompress(packed))
+def restore(space: QuorumSpace, t: tuple) -> Node:
+    """The node of a canonical tuple (what ``canonical`` leaves out at its reset value)."""
+    servers_t, links, ghost, counters, stable = t
     q = Quorum(space.voters, space.observers, space.variant)
     q.pending = None  # a restored state is past its first step
     for (sid, directory_id, bootstrap, role, epoch, voted, leader, log, flushed, hw, cache, state_file, granted, rejected,
@@ -382,7 +403,7 @@ def restore(space: QuorumSpace, packed: bytes) -> Node:
         q.in_flight[link] = restored
     leaders, committed, committed_in = ghost
     checker = QuorumChecker(dict(leaders), {o: _record_of(r) for o, r in committed}, dict(committed_in))
-    return Node(q, checker, QuorumCounters(*counters), stable)
+    return Node(q, checker, Counters(counters), stable)
 
 
 def _clone_server(s: Server) -> Server:
@@ -468,16 +489,16 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
     alive = [sid for sid in ids if servers[sid].alive]
     leaders = _leaders(q)
     codes: list[str] = []
-    if space.has(QuorumStepKind.APPEND) and c.appends < b.appends:
+    if space.has(QuorumStepKind.APPEND) and c.spent[APPENDS] < b.appends:
         codes += [f"A{lid}" for lid in leaders]
     if space.has(QuorumStepKind.BEGIN_QUORUM_EPOCH):
         codes += [f"B{lid}{v}" for lid in leaders for v in servers[lid].voter_ids()
                   if v != lid and v in servers and servers[v].alive]
     if space.has(QuorumStepKind.CRASH):
         for sid in alive:
-            if c.crashes < b.crashes:
+            if c.spent[CRASHES] < b.crashes:
                 codes.append(f"C{sid}")
-            if c.power_crashes < b.power_crashes and servers[sid].flushed < servers[sid].leo:
+            if c.spent[POWER_CRASHES] < b.power_crashes and servers[sid].flushed < servers[sid].leo:
                 codes.append(f"C{sid}p")  # differs from a process crash only with records not flushed
     links = sorted(link for link, msgs in q.in_flight.items() if msgs)
     if space.has(QuorumStepKind.DROP):
@@ -502,7 +523,7 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
             if s.leader is not None and s.leader != sid:
                 if servers[s.leader].alive:
                     codes.append(f"F{sid}")
-                    if c.lost_responses < b.lost_responses:
+                    if c.spent[LOST_RESPONSES] < b.lost_responses:
                         codes.append(f"F{sid}x")
             elif not s.is_voter():  # an observer that knows no leader asks a bootstrap server
                 codes += [f"F{sid}t{d}" for d in alive if d != sid]
@@ -523,14 +544,14 @@ def candidate_codes(space: QuorumSpace, node: Node) -> list[str]:
     if space.has(QuorumStepKind.CHANGE_LISTENERS):
         # one change per server: the listeners' generation would otherwise grow without bound
         codes += [f"M{sid}" for sid in ids if not servers[sid].alive and servers[sid].listeners == 1]
-    if c.reconfigs < b.reconfigs:
+    if c.spent[RECONFIGS] < b.reconfigs:
         for lid in leaders:
             voters = servers[lid].voter_ids()
             if space.has(QuorumStepKind.ADD_VOTER):
                 codes += [f"J{lid}{v}" for v in alive if v not in voters]
             if space.has(QuorumStepKind.REMOVE_VOTER):
                 codes += [f"K{lid}{v}" for v in voters if v in servers]
-    if space.has(QuorumStepKind.LOSE_DISK) and c.disk_losses < b.disk_losses:
+    if space.has(QuorumStepKind.LOSE_DISK) and c.spent[DISK_LOSSES] < b.disk_losses:
         codes += [f"L{sid}" for sid in ids if not servers[sid].alive]
     if space.has(QuorumStepKind.RESTART):
         codes += [f"R{sid}" for sid in ids if not servers[sid].alive]
@@ -546,8 +567,8 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
     kind = KIND_OF_CODE.get(code[:1])
     c = node.counters
     if kind is QuorumStepKind.APPEND:
-        _apply(node, taken, Append(f"v{c.appends + 1}", int(code[1])))
-        node.counters = QuorumCounters(c.appends + 1, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses)
+        _apply(node, taken, Append(f"v{c.spent[APPENDS] + 1}", int(code[1])))
+        node.counters = c.spend(APPENDS)
     elif kind is QuorumStepKind.BEGIN_QUORUM_EPOCH:  # the leader's beginQuorumEpochTimer: resent, answered
         leader, voter = int(code[1]), int(code[2])
         _apply(node, taken, BeginQuorumEpoch(leader, voter))
@@ -555,10 +576,10 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
     elif kind is QuorumStepKind.CRASH:
         if code.endswith("p"):
             _apply(node, taken, QuorumCrash(int(code[1]), CrashMode.POWER))
-            node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes + 1, c.disk_losses, c.lost_responses)
+            node.counters = c.spend(POWER_CRASHES)
         else:
             _apply(node, taken, QuorumCrash(int(code[1])))
-            node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes + 1, c.power_crashes, c.disk_losses, c.lost_responses)
+            node.counters = c.spend(CRASHES)
     elif kind is QuorumStepKind.DROP:
         source, destination = int(code[1]), int(code[2])
         while node.q.in_flight.get((source, destination)):
@@ -585,8 +606,7 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
                 _deliver_all(node, taken, known, sid, keep=1)
                 if node.q.in_flight.get((known, sid)):
                     _apply(node, taken, Drop(known, sid))
-                node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses,
-                                               c.lost_responses + 1)
+                node.counters = c.spend(LOST_RESPONSES)
             else:
                 _deliver_all(node, taken, known, sid)
     elif kind in (QuorumStepKind.RESIGN, QuorumStepKind.CHECK_QUORUM, QuorumStepKind.SHUTDOWN):
@@ -620,10 +640,10 @@ def take(space: QuorumSpace, node: Node, code: str) -> Taken:
         taken.steps.append(step)
         for name, _detail in node.checker.observe(node.q, outcome):
             taken.broken.add(name)
-        node.counters = QuorumCounters(c.appends, c.reconfigs + 1, c.crashes, c.power_crashes, c.disk_losses, c.lost_responses)
+        node.counters = c.spend(RECONFIGS)
     elif kind is QuorumStepKind.LOSE_DISK:
         _apply(node, taken, LoseDisk(int(code[1])))
-        node.counters = QuorumCounters(c.appends, c.reconfigs, c.crashes, c.power_crashes, c.disk_losses + 1, c.lost_responses)
+        node.counters = c.spend(DISK_LOSSES)
     elif kind is QuorumStepKind.RESTART:
         _apply(node, taken, QuorumRestart(int(code[1])))
     elif kind is QuorumStepKind.DELIVER:
@@ -657,7 +677,7 @@ def root(space: QuorumSpace) -> tuple[Node, list[QuorumStep], list[str]]:
     Returns the node, the core steps taken, and the properties they broke (none for a sound
     protocol)."""
     q = Quorum(space.voters, space.observers, space.variant)
-    node = Node(q, QuorumChecker(), QuorumCounters(), None)
+    node = Node(q, QuorumChecker(), Counters((0, 0, 0, 0, 0, 0)), None)
     steps: list[QuorumStep] = []
     broken: set[str] = set()
     if space.stable_root:
@@ -689,36 +709,7 @@ def root(space: QuorumSpace) -> tuple[Node, list[QuorumStep], list[str]]:
     return node, steps, sorted(broken, key=PROPERTY_ORDER.__getitem__)
 
 
-# -- successors -----------------------------------------------------------------------------------
-
-
-class QuorumSuccessor(NamedTuple):
-    code: str
-    key: bytes
-    state: tuple  # the canonical tuple (packed only when it is new)
-    broken: tuple[str, ...]
-
-
-def expand(space: QuorumSpace, packed: bytes, key: bytes) -> list[QuorumSuccessor]:
-    """Every successor of one packed state (``key``: its digest), in code order, with the properties
-    each action broke.  An action the core refuses, that leaves the bounds, or that comes back to
-    the same state is no edge."""
-    parent = restore(space, packed)
-    out = []
-    for code in candidate_codes(space, parent):
-        node = clone(space, parent)
-        try:
-            taken = take(space, node, code)
-        except StepRefused:
-            continue
-        if not within_bounds(space, node.q):
-            continue
-        t = canonical(node, space.has(QuorumStepKind.CHECK_QUORUM))
-        child = digest(t)
-        if child == key:
-            continue
-        out.append(QuorumSuccessor(code, child, t, tuple(sorted(taken.broken, key=PROPERTY_ORDER.__getitem__))))
-    return out
+# -- paths ---------------------------------------------------------------------------------------
 
 
 def replay_path(space: QuorumSpace, path: str) -> list[QuorumStep]:
@@ -756,52 +747,91 @@ def step_document(step: QuorumStep) -> dict[str, Any]:
     return {step.kind.value: args}
 
 
-# -- the one-process engine -------------------------------------------------------------------------
+# -- what the quorum family says of a search (``emulator.quorum_family``) --------------------------
+
+# The flags of ``replemu explore`` a quorum search takes, with their defaults (its levels are not
+# checkpointed: one process, no work directory, no Spark).
+SEARCH_OPTIONS: tuple[SearchOption, ...] = (
+    SearchOption("depth", 1000), SearchOption("voters", 3), SearchOption("observers", 0), SearchOption("records", 1),
+    SearchOption("epochs", 3), SearchOption("reconfigs", 2), SearchOption("crashes", 0),
+    SearchOption("power_crashes", 0, unset=0), SearchOption("messages", 0), SearchOption("disk_losses", 0),
+    SearchOption("lost_responses", 0), SearchOption("stable", False, unset=False), SearchOption("returning"),
+    SearchOption("any_round", False, unset=False), SearchOption("prefix"), SearchOption("steps"), SearchOption("until"),
+)
 
 
-def search_quorum(space: QuorumSpace, on_level: Callable[[Level], None] = lambda _level: None,
-                  should_stop: Callable[[int], str | None] = lambda _states: None,
-                  clock: Callable[[], float] = lambda: 0.0, found: dict[str, tuple[int, str]] | None = None,
-                  on_state: Callable[[int, int, int], None] = lambda _d, _done, _n: None,
-                  until: frozenset[str] = frozenset()) -> Outcome:
-    """Breadth-first search in this process, as ``emulator.explore.search_local`` (same callbacks,
-    same ``Outcome``): the frontier in path order, each state's actions in code order, each new
-    state kept with the first (smallest) path that reaches it, each property with its smallest
-    depth and then smallest path.  ``clock`` only times the levels; nothing depends on it."""
-    violations: dict[str, tuple[int, str]] = {} if found is None else found
-    node, _steps, broken = root(space)
-    fetched = space.has(QuorumStepKind.CHECK_QUORUM)
-    key = digest(canonical(node, fetched))
-    note_violations(violations, 0, "", broken)
-    visited: set[bytes] = {key}
-    frontier: list[tuple[str, bytes, bytes]] = [("", pack(canonical(node, fetched)), key)]
-    per_depth, transitions = [1], 0
-    for depth in range(1, space.bounds.depth + 1):
-        if not frontier:
-            return Outcome(per_depth, transitions, True, True, violations)
-        reason = reached(until, violations)
-        if reason:
-            return Outcome(per_depth, transitions, False, False, violations, reason)
-        began = clock()
-        level_transitions = 0
-        nxt: list[tuple[str, bytes, bytes]] = []
-        for done, (path, packed, parent_key) in enumerate(frontier):
-            if not done & 255:
-                on_state(depth, done, len(frontier))
-            reason = should_stop(sum(per_depth) + len(nxt))
-            if reason:
-                return Outcome(per_depth, transitions, False, False, violations, reason)
-            for s in expand(space, packed, parent_key):
-                level_transitions += 1
-                child_path = path + SEPARATOR + s.code if path else s.code
-                if s.broken:
-                    note_violations(violations, depth, child_path, s.broken)
-                if s.key not in visited:
-                    visited.add(s.key)
-                    nxt.append((child_path, pack(s.state), s.key))
-        transitions += level_transitions
-        per_depth.append(len(nxt))
-        frontier = nxt
-        on_level(Level(depth, len(nxt), level_transitions, clock() - began, sum(per_depth)))
-    # states at the last depth are found and judged but not expanded
-    return Outcome(per_depth, transitions, True, not frontier, violations)
+def search_spaces(protocols: list[str], knobs: dict[str, Any], options: dict[str, Any]) -> tuple[list[SearchSpace], frozenset[str]]:
+    """The spaces of ``replemu explore`` (one per protocol) and its ``--until``, from its options
+    (``SEARCH_OPTIONS``); ``ValueError`` names what is wrong, a ``--prefix`` that cannot be taken too."""
+    voters = tuple(range(1, options["voters"] + 1))
+    observers = tuple(range(len(voters) + 1, len(voters) + 1 + options["observers"]))
+    if len(voters) + len(observers) > MAX_SERVERS:
+        raise ExploreError(f"--voters and --observers: at most {MAX_SERVERS} servers, got {len(voters) + len(observers)}")
+    bounds = QuorumBounds(depth=options["depth"], epochs=options["epochs"], appends=options["records"],
+                          reconfigs=options["reconfigs"], crashes=options["crashes"], power_crashes=options["power_crashes"],
+                          disk_losses=options["disk_losses"], lost_responses=options["lost_responses"],
+                          messages=options["messages"])
+    alphabet = parse_alphabet(options["steps"], QUORUM_STEP_TABLE, DEFAULT_QUORUM_ALPHABET, "quorum step kind")
+    until = parse_until(options["until"], PROPERTY_NAMES, "property")
+    spaces: list[SearchSpace] = []
+    for protocol in protocols:
+        space = QuorumSpace(voters, observers, quorum_variant_named(protocol, knobs), bounds, alphabet,
+                            returning=options["returning"], stable=options["stable"], any_round=options["any_round"],
+                            prefix=" ".join((options["prefix"] or "").split()))
+        root(space)  # a prefix that cannot be taken is an error before anything runs
+        spaces.append(space)
+    return spaces, until
+
+
+def describe_search(space: QuorumSpace) -> tuple[str, str]:
+    """What the first line of ``replemu explore`` says of the space: before the engine, and after it."""
+    b = space.bounds
+    start = (f"stable leader {min(space.voters)}, returning server {space.returning}" if space.returning is not None
+             else "stable leader" if space.stable else "every server started") + (f", then {space.prefix}" if space.prefix else "")
+    return (f"voters {list(space.voters)}, observers {list(space.observers)}, root: {start}, depth {b.depth}, "
+            f"epochs 1..{b.epochs}, appends {b.appends}, reconfigs {b.reconfigs}, crashes {b.crashes}, power crashes "
+            f"{b.power_crashes}, disk losses {b.disk_losses}, lost responses {b.lost_responses}, messages {b.messages}, "
+            f"vote rounds {'any set' if space.any_round else 'none, a bare majority or all'}, "
+            f"steps {','.join(space.step_names())} ({''.join(CODE_OF_KIND[k] for k in space.alphabet)})", "")
+
+
+def search_result(space: QuorumSpace) -> dict[str, Any]:
+    """The fields of the result object of ``--json`` that say what was searched."""
+    return {"family": "quorum", "protocol": space.variant.name, "voters": list(space.voters),
+            "observers": list(space.observers),
+            "root": "returning" if space.returning is not None else "stable" if space.stable else "started",
+            "returning": space.returning, "any_round": space.any_round, "prefix": space.prefix,
+            "bounds": space.bounds.as_dict()}
+
+
+def counterexample(space: QuorumSpace, invariant: str, depth: int, path: str, knobs: dict[str, Any]) -> Counterexample:
+    """A violating path as a quorum scenario: the core's steps, the knobs, and an expect block that
+    is what its own replay finds (for StableLeaderNotDisrupted, which the run's checker does not
+    judge, the stable leader's final role and epoch too)."""
+    protocol, b = space.variant.name, space.bounds
+    steps = replay_path(space, path)
+    flags = (f"--voters {len(space.voters)} --observers {len(space.observers)} --depth {b.depth} --epochs {b.epochs} "
+             f"--records {b.appends} --reconfigs {b.reconfigs} --crashes {b.crashes} --power-crashes {b.power_crashes} "
+             f"--disk-losses {b.disk_losses} --lost-responses {b.lost_responses} --messages {b.messages}"
+             + (" --stable" if space.stable else "") + (f" --returning {space.returning}" if space.returning is not None else "")
+             + (" --any-round" if space.any_round else "") + (f" --prefix '{space.prefix}'" if space.prefix else "")
+             + (f" --steps {','.join(space.step_names())}" if space.alphabet != DEFAULT_QUORUM_ALPHABET else ""))
+    doc: dict[str, Any] = {
+        "name": counterexample_name(protocol, invariant),
+        "description": (f"{invariant} under {protocol}: a shortest path ({depth} actions after the root, {len(steps)} steps), "
+                        f"found by replemu explore --protocol {protocol} {flags}. Search path: {path}"),
+        "voters": list(space.voters),
+    }
+    if space.observers:
+        doc["observers"] = list(space.observers)
+    if knobs:
+        doc["knobs"] = dict(sorted(knobs.items()))
+    doc["steps"] = [step_document(s) for s in steps]
+    result = run_quorum_scenario(parse_quorum_scenario(doc, source=f"<{invariant}>"), protocol)
+    expect: dict[str, Any] = {"violations": [v["invariant"] for v in result["violations"]]}
+    node = final_node(space, path)
+    if node.stable is not None:
+        final = result["final"]["servers"][str(node.stable[0])]
+        expect["servers"] = {node.stable[0]: {"role": final["role"], "epoch": final["epoch"]}}
+    doc["expect"] = {protocol: expect}
+    return Counterexample(doc, {"replay_violations": expect["violations"]}, knob_flags(knobs))

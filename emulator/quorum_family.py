@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
-from . import partition_stream, quorum_report, quorum_stream
+from . import partition_stream, quorum_explore, quorum_report, quorum_stream
 from .family import Family, StreamRows
 from .quorum_invariants import QUORUM_INVARIANT_NAMES
 from .quorum_run import (
@@ -33,6 +33,8 @@ from .quorum_variants import (
 )
 from .quorum_workload import generate_quorum_scenario
 from .result import ResultFormatError
+from .search import SearchSpace
+from .search_command import Counterexample, SearchOption
 
 
 class QuorumFamily(Family):
@@ -150,6 +152,24 @@ class QuorumFamily(Family):
         return generate_quorum_scenario(seed, k, protocol, knobs)
 
     # -- search (explore) --------------------------------------------------------------------------
+    search_owner = f"the metadata-quorum protocols ({', '.join(QUORUM_VARIANT_NAMES)})"
+    search_kind = 'a metadata-quorum protocol (docs/explore.md "The metadata quorum")'
+
+    def search_options(self) -> tuple[SearchOption, ...]:
+        return quorum_explore.SEARCH_OPTIONS
+
+    def search_spaces(self, protocols: list[str], knobs: dict[str, Any],
+                      options: dict[str, Any]) -> tuple[list[SearchSpace], frozenset[str]]:
+        return quorum_explore.search_spaces(protocols, knobs, options)
+
+    def describe_search(self, space: Any) -> tuple[str, str]:
+        return quorum_explore.describe_search(space)
+
+    def search_result(self, space: Any) -> dict[str, Any]:
+        return quorum_explore.search_result(space)
+
+    def counterexample(self, space: Any, invariant: str, depth: int, path: str, knobs: dict[str, Any]) -> Counterexample:
+        return quorum_explore.counterexample(space, invariant, depth, path, knobs)
 
     # -- stream ------------------------------------------------------------------------------------
     stream_header_type = quorum_stream.QUORUM_HEADER_TYPE

@@ -113,8 +113,8 @@ def explore(protocol: str = "kip320", replicas: int = 2, depth: int = 8, records
     ``progress``: a text stream for the per-depth lines (default: none)."""
     from emulator.config import parse_config
     from emulator.explore import DEFAULT_ALPHABET
-    from replemu.explore import Request
     from replemu.explore import explore as search
+    from replemu.explore import partition_request as Request
 
     if protocol not in VARIANTS:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(VARIANTS)})")

@@ -1,43 +1,43 @@
 """``replemu explore``: exhaustive bounded search of every interleaving (docs/explore.md).
 
-The search itself is ``emulator.explore`` (local engine) and ``streaming.explore`` (Spark
-engine); this module picks the engine, prints the parameters first and progress per depth,
-writes each violated invariant's shortest path as a scenario file with an ``expect`` block
-(``replemu run FILE --check`` replays it), and builds the result object of ``--json``.
-``cmd_explore`` is the command: its arguments checked before anything runs, then the search
-(on a Spark session it starts for ``--engine spark``, Ctrl-C cancelling the running level).
+One command path over a protocol family (``emulator.family.Family``, its "search" section): the
+family's flags checked (another family's flags refused), the family's spaces built, then one
+engine searches each -- ``emulator.search.search_local`` (local) or ``streaming.explore`` (Spark),
+the same engine for every family.  This module prints the parameters first and progress per
+depth, writes each violated invariant's shortest path as the family's scenario file with an
+``expect`` block (``replemu run FILE --check`` replays it), and builds the result object of
+``--json``.  ``cmd_explore`` is the command: its arguments checked before anything runs, then
+the search (on a Spark session it starts for ``--engine spark``, Ctrl-C cancelling the running
+level).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import sys
+import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from emulator.config import Config
-from emulator.explore import (
-    DEFAULT_ALPHABET,
-    INVARIANT_ORDER,
-    Bounds,
-    Level,
-    Outcome,
-    Reduction,
-    Space,
-    replay_path,
-    search_local,
-)
-from emulator.invariants import INVARIANT_NAMES
+import yaml
+
+from emulator.config import Config, ConfigError
+from emulator.explore import DEFAULT_ALPHABET, Bounds, Reduction, Space
+from emulator.families import FAMILIES, Family, family_named, family_of_protocol
 from emulator.levels import WorkDirError
-from emulator.run import effective_variant, run_scenario
-from emulator.scenario import Scenario
+from emulator.run import effective_variant
+from emulator.search import Level, Outcome, SearchSpace, search_local
+from emulator.search_command import knob_flags
 from emulator.steps import StepKind
-from emulator.variants import VARIANT_NAMES
-from scenario_io.yaml_files import scenario_document, write_scenario
+from scenario_io.yaml_files import write_scenario
+from streaming.explore import search_spark
+from streaming.session import build_spark
 
 from .cli_common import EXIT_OK, fail, output_problem
 
@@ -45,6 +45,8 @@ EXPLORE_FORMAT = 1
 # What one key of the local engine's in-memory visited set costs (a 16-byte bytes object in a
 # set: measured 98 bytes a key at 2*10^6 keys), to turn ``--memory SIZE`` into keys.
 KEY_BYTES_IN_MEMORY = 100
+# ``--protocol all``: every variant of this family (the default of ``replemu explore``).
+ALL_FAMILY = "partition"
 
 
 def default_workers() -> int:
@@ -61,31 +63,15 @@ def choose_engine(engine: str) -> str:
     return "local" if engine == "auto" else engine
 
 
-def parse_alphabet(text: str | None) -> tuple[StepKind, ...]:
-    """``--steps produce,fetch,...`` -> step kinds (ValueError names the unknown one)."""
-    if text is None:
-        return DEFAULT_ALPHABET
-    kinds = []
-    for name in (t.strip() for t in text.split(",")):
-        try:
-            kinds.append(StepKind(name))
-        except ValueError:
-            raise ValueError(f"--steps: unknown step kind {name[:40]!r} (known: {', '.join(k.value for k in StepKind)})") from None
-    if not kinds:
-        raise ValueError("--steps: give at least one step kind")
-    return tuple(k for k in StepKind if k in kinds)
-
-
 @dataclass
 class Request:
-    """One ``replemu explore`` invocation, validated."""
+    """One ``replemu explore`` invocation, validated: a family's spaces (one per protocol) and how
+    to search them."""
 
+    family: Family
     protocols: list[str]
-    replicas: int
-    bounds: Bounds
-    config: Config
+    spaces: list[SearchSpace]
     knobs: dict[str, Any]
-    alphabet: tuple[StepKind, ...]
     engine: str
     out: Path
     max_states: int | None = None
@@ -93,37 +79,40 @@ class Request:
     until: frozenset[str] = frozenset()
     max_seconds: float | None = None
     workers: int = 1  # processes of the local engine
-    reduce: Reduction = Reduction()
     memory_keys: int | None = None  # keys the local engine's visited set may hold in memory
 
-    def space(self, protocol: str) -> Space:
-        return Space(tuple(range(1, self.replicas + 1)), self.config,
-                     effective_variant(protocol, self.config, self.knobs), self.bounds, self.alphabet, self.reduce)
+
+def partition_request(protocols: list[str], replicas: int, bounds: Bounds, config: Config, knobs: dict[str, Any],
+                      alphabet: tuple[StepKind, ...] = DEFAULT_ALPHABET, engine: str = "local", out: Path = Path("out/explore"),
+                      reduce: Reduction | None = None, **settings: Any) -> Request:
+    """A request of partition searches from their parts (``replemu.api.explore``,
+    scripts/explore_targets.py): replicas 1..``replicas``, each protocol's variant with the knobs."""
+    ids = tuple(range(1, replicas + 1))
+    spaces: list[SearchSpace] = [Space(ids, config, effective_variant(p, config, knobs), bounds, alphabet,
+                                       reduce or Reduction()) for p in protocols]
+    return Request(family_named("partition"), list(protocols), spaces, knobs, engine, Path(out), **settings)
 
 
 def describe(req: Request) -> str:
-    b = req.bounds
-    knobs = "".join(f" --knob {k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(req.knobs.items()))
-    return (f"replemu explore: protocol {','.join(req.protocols)}, replicas {req.replicas}, depth {b.depth}, "
-            f"records {b.records}, epochs 0..{b.epochs}, crashes {b.crashes}, power crashes {b.power_crashes}, "
-            f"steps {','.join(k.value for k in req.alphabet)}, engine {req.engine}"
-            f"{f' ({req.workers} workers)' if req.engine == 'local' else ''}{knobs}, reduce {','.join(req.reduce.names) or 'none'}"
-            f"{f', memory {req.memory_keys:,} keys' if req.memory_keys else ''}; "
-            f"config {_config_text(req.config)}; out {req.out}")
+    space = req.spaces[0]
+    head, tail = req.family.describe_search(space)
+    workers = f" ({req.workers} workers)" if req.engine == "local" and _takes(req.family, "workers") else ""
+    reduce = f", reduce {','.join(space.asked_reductions()) or 'none'}" if req.family.search_reductions() else ""
+    memory = f", memory {req.memory_keys:,} keys" if req.memory_keys else ""
+    return (f"replemu explore: protocol {','.join(req.protocols)}, {head}, engine {req.engine}{workers}"
+            f"{knob_flags(req.knobs)}{reduce}{memory}{tail}; out {req.out}")
 
 
-def _config_text(c: Config) -> str:
-    return (f"min_insync_replicas={c.min_insync_replicas} unclean_leader_election={str(c.unclean_leader_election).lower()} "
-            f"hw_checkpoint={c.hw_checkpoint} log_flush={c.log_flush}"
-            + (f" alter_partition={c.alter_partition}" if c.alter_partition != "every_step" else ""))
+def _takes(family: Family, option: str) -> bool:
+    return any(o.name == option for o in family.search_options())
 
 
 class Printer:
     """Progress per depth, and within a long level every few seconds."""
 
-    def __init__(self, protocol: str, out: TextIO, clock: Callable[[], float] = time.monotonic,
-                 order: dict[str, int] | None = None) -> None:
-        """``order``: the registry order of the invariants reported (default: the partition family's)."""
+    def __init__(self, protocol: str, out: TextIO, order: dict[str, int],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """``order``: the registry order of the family's invariants (``SearchSpace.order``)."""
         self.protocol, self.out, self.clock = protocol, out, clock
         self.order = order
         self.last_line = clock()
@@ -155,74 +144,52 @@ class Printer:
         self.last_line = self.clock()
 
 
-def by_depth(violations: dict[str, tuple[int, str]], order: dict[str, int] | None = None) -> list[tuple[str, tuple[int, str]]]:
-    """Violations shallowest first, then in registry order (``order``: default the partition registry's)."""
-    rank = order if order is not None else INVARIANT_ORDER
-    return sorted(violations.items(), key=lambda kv: (kv[1][0], rank[kv[0]]))
+def by_depth(violations: dict[str, tuple[int, str]], order: dict[str, int]) -> list[tuple[str, tuple[int, str]]]:
+    """Violations shallowest first, then in registry order (``order``: the family's)."""
+    return sorted(violations.items(), key=lambda kv: (kv[1][0], order[kv[0]]))
 
 
-def scenario_for(space: Space, protocol: str, invariant: str, path: str, knobs: dict[str, Any]) -> tuple[Scenario, list[str]]:
-    """The violating path as a scenario (knobs carried in its config, so it replays with plain
-    ``replemu run --check``) and every invariant its replay breaks."""
-    steps = tuple(replay_path(space, path))
-    config = space.config
-    if knobs:
-        config = replace(config, knobs=tuple(sorted({**dict(config.knobs), **knobs}.items())))
-    kebab = "".join("-" + ch.lower() if ch.isupper() else ch for ch in invariant).lstrip("-")
-    scenario = Scenario(name=f"explore-{protocol}-{kebab}", replicas=space.replicas, steps=steps, config=config)
-    found = [v["invariant"] for v in run_scenario(scenario, protocol)["violations"]]
-    return scenario, found
-
-
-def write_violations(space: Space, protocol: str, req: Request, outcome: Outcome) -> list[dict[str, Any]]:
+def write_violations(req: Request, space: SearchSpace, protocol: str, outcome: Outcome) -> list[tuple[dict[str, Any], str]]:
+    """Each violation's shortest path written as the family's scenario file (``DIR/PROTOCOL/INVARIANT.yaml``):
+    its entry of the result object, and the flags ``replemu run FILE --protocol P`` is shown with."""
     out = []
-    b = req.bounds
-    for name, (depth, path) in by_depth(outcome.violations):
-        scenario, found = scenario_for(space, protocol, name, path, req.knobs)
-        description = (f"{name} under {protocol}: a shortest path ({depth} steps after the first election), found by "
-                       f"replemu explore --replicas {req.replicas} --depth {b.depth} --records {b.records} --epochs {b.epochs} "
-                       f"--crashes {b.crashes} --power-crashes {b.power_crashes}. Search path: {path}")
-        doc = scenario_document(scenario, description, expect={protocol: {"violations": found}})
+    for name, (depth, path) in by_depth(outcome.violations, space.order()):
+        found = req.family.counterexample(space, name, depth, path, req.knobs)
         target = req.out / protocol / f"{name}.yaml"
-        write_scenario(doc, target)
-        out.append({"invariant": name, "depth": depth, "steps": len(scenario.steps), "path": path,
-                    "scenario_file": str(target)})
+        write_scenario(found.document, target)
+        out.append(({"invariant": name, "depth": depth, "steps": len(found.document["steps"]), "path": path, **found.fields,
+                     "scenario_file": str(target)}, found.run_flags))
     return out
 
 
-def result_object(protocol: str, req: Request, outcome: Outcome, seconds: float, violations: list[dict],
-                  reductions: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "format": EXPLORE_FORMAT,
-        "protocol": protocol,
-        "replicas": req.replicas,
-        "bounds": req.bounds.as_dict(),
-        "depth": outcome.depth,
-        "complete": outcome.complete,
-        "exhausted": outcome.exhausted,
-        "diameter": outcome.diameter,
-        "reduce": list(reductions or []),
+def result_object(req: Request, space: SearchSpace, outcome: Outcome, seconds: float,
+                  violations: list[dict[str, Any]]) -> dict[str, Any]:
+    result = {"format": EXPLORE_FORMAT, **req.family.search_result(space), "depth": outcome.depth, "complete": outcome.complete,
+              "exhausted": outcome.exhausted, "diameter": outcome.diameter}
+    if req.family.search_reductions():
+        result["reduce"] = space.reductions()
+    result.update({
         "states_per_depth": outcome.states_per_depth,
         "distinct_states": outcome.distinct_states,
         "transitions": outcome.transitions,
         "seconds": round(seconds, 3),
         "engine": req.engine,
         "knobs": dict(sorted(req.knobs.items())),
-        "steps": [k.value for k in req.alphabet],
+        "steps": space.step_names(),
         "stopped": outcome.stopped,
         "violations": violations,
-    }
+    })
+    return result
 
 
 COLOURS = {"hw": "#d62728", "kip101": "#ff7f0e", "kip279": "#1f77b4", "kip320": "#2ca02c", "kip903": "#9467bd",
            "kip966": "#17becf"}
 
 
-def picture(results: list[dict[str, Any]]) -> str:
+def picture(results: list[dict[str, Any]], marks: tuple[str, ...]) -> str:
     """An SVG of new states per depth (log scale), one line per protocol, with a marker at each
-    depth where a verdict invariant first broke: what ``explore.svg`` shows."""
-    import math
-
+    depth where one of the invariants ``marks`` (the family's verdicts) first broke: what
+    ``explore.svg`` shows."""
     width, height, left, bottom, top, legend = 900, 360, 70, 40, 44, 240
     depth = max(len(r["states_per_depth"]) for r in results) - 1 or 1
     peak = max(max(r["states_per_depth"]) for r in results)
@@ -236,7 +203,8 @@ def picture(results: list[dict[str, Any]]) -> str:
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
            f'<text x="{left}" y="16" font-size="13">replemu explore: new states per depth (log scale)</text>',
-           f'<text x="{left}" y="32">circles: the depth where StrongIsr, NoCommittedDataLoss or EventualConvergence first broke</text>']
+           f'<text x="{left}" y="32">circles: the depth where {" or ".join([", ".join(marks[:-1]), marks[-1]] if len(marks) > 1 else marks)} '
+           'first broke</text>']
     for k in range(decades + 1):
         out.append(f'<line x1="{left}" x2="{width - legend - 20}" y1="{y(10 ** k):.1f}" y2="{y(10 ** k):.1f}" stroke="#ddd"/>'
                    f'<text x="{left - 6}" y="{y(10 ** k) + 4:.1f}" text-anchor="end">{10 ** k:,}</text>')
@@ -251,7 +219,7 @@ def picture(results: list[dict[str, Any]]) -> str:
         out.append(f'<text x="{width - legend + 10}" y="{top + 16 * (i + 1)}" fill="{colour}">{label}: '
                    f'{r["distinct_states"]:,} states{"" if r["complete"] else " (stopped)"}</text>')
         for v in r["violations"]:
-            if v["invariant"] in ("StrongIsr", "NoCommittedDataLoss", "EventualConvergence"):
+            if v["invariant"] in marks:
                 n = r["states_per_depth"][v["depth"]] if v["depth"] < len(r["states_per_depth"]) else 1
                 out.append(f'<circle cx="{x(v["depth"]):.1f}" cy="{y(n):.1f}" r="5" fill="none" stroke="{colour}" stroke-width="2">'
                            f'<title>{r["protocol"]}: {v["invariant"]} at depth {v["depth"]}</title></circle>')
@@ -266,9 +234,9 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> li
     out.write(describe(req) + "\n")
     out.flush()
     results = []
-    for protocol in req.protocols:
-        space = req.space(protocol)
-        printer = Printer(protocol, out)
+    checkpoints = req.family.search_checkpoints()
+    for protocol, space in zip(req.protocols, req.spaces):
+        printer = Printer(protocol, out, space.order())
         began = time.monotonic()
         found: dict[str, tuple[int, str]] = {}
 
@@ -287,8 +255,6 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> li
 
         try:
             if req.engine == "spark":
-                from streaming.explore import search_spark
-
                 try:
                     outcome = search_spark(spark, space, req.out / protocol / "spark", on_level=on_level,
                                            should_stop=should_stop, clock=time.monotonic, found=found, until=req.until)
@@ -297,42 +263,40 @@ def explore(req: Request, out: TextIO = sys.stdout, spark=None, stop=None) -> li
                         raise KeyboardInterrupt from None
                     raise
             else:
-                skipped = sorted(set(req.reduce.names) - set(space.reductions))
-                if skipped:
-                    out.write(f"{protocol}: no {' or '.join(skipped)} reduction under KRaft (the controller elects in "
-                              f"assignment order; restarts and shutdowns write the controller): docs/explore.md\n")
+                for note in req.family.search_notes(space):
+                    out.write(f"{protocol}: {note}\n")
                 outcome = search_local(space, on_level=on_level, should_stop=should_stop, clock=time.monotonic,
                                        found=found, on_state=printer.heartbeat, until=req.until, workers=req.workers,
-                                       work=req.out / protocol / "local", memory=req.memory_keys)
+                                       work=req.out / protocol / "local" if checkpoints else None, memory=req.memory_keys)
         except KeyboardInterrupt:
-            kept = (f"; the levels found so far are kept in {req.out / protocol / req.engine}: run the same command to resume")
-            out.write(f"{protocol}: interrupted{kept}\n")
+            if checkpoints:
+                out.write(f"{protocol}: interrupted; the levels found so far are kept in {req.out / protocol / req.engine}: "
+                          "run the same command to resume\n")
             raise
         seconds = time.monotonic() - began
-        violations = write_violations(space, protocol, req, outcome)
+        written = write_violations(req, space, protocol, outcome)
         state = "complete" if outcome.complete else f"stopped ({outcome.stopped})"
         out.write(f"{protocol}: {state} to depth {outcome.depth}"
                   f"{f' (state space exhausted, diameter {outcome.diameter})' if outcome.exhausted else ''}: "
                   f"{outcome.distinct_states:,} distinct states, {outcome.transitions:,} transitions in {seconds:.1f} s\n")
-        for v in violations:
-            out.write(f"  {v['invariant']} at depth {v['depth']}: replemu run {v['scenario_file']} --protocol {protocol} --check\n")
-        if not violations:
+        for v, flags in written:
+            out.write(f"  {v['invariant']} at depth {v['depth']}: replemu run {v['scenario_file']} --protocol {protocol}"
+                      f"{flags} --check\n")
+        if not written:
             out.write("  no invariant violated\n")
         out.flush()
-        results.append(result_object(protocol, req, outcome, seconds, violations, space.reductions))
-    req.out.mkdir(parents=True, exist_ok=True)
-    chart = req.out / "explore.svg"
-    chart.write_text(picture(results))
-    out.write(f"picture: {chart}\n")
+        results.append(result_object(req, space, outcome, seconds, [v for v, _ in written]))
+    marks = req.family.search_chart_marks()
+    if marks is not None:
+        req.out.mkdir(parents=True, exist_ok=True)
+        chart = req.out / "explore.svg"
+        chart.write_text(picture(results, marks))
+        out.write(f"picture: {chart}\n")
     return results
 
 
-def _config_assignments(texts: list[str], replicas: int):
-    """``--config KEY=VALUE`` -> a validated ``Config`` for ``replicas`` (values read as YAML scalars)."""
-    import yaml
-
-    from emulator.config import ConfigError, parse_config
-
+def _config_values(texts: list[str]) -> dict[str, Any]:
+    """``--config KEY=VALUE`` -> ``{key: value}`` (values read as YAML scalars; the family validates them)."""
     data = {}
     for text in texts:
         key, sep, value = text.partition("=")
@@ -342,34 +306,51 @@ def _config_assignments(texts: list[str], replicas: int):
             data[key] = yaml.safe_load(value)
         except yaml.YAMLError:
             raise ConfigError(f"--config {key}: {value[:80]!r} is not a value") from None
-    return parse_config(data, replicas)
+    return data
+
+
+def refused_flag(family: Family, args: argparse.Namespace) -> str | None:
+    """Why a flag given is not this family's: a flag only another family's search takes, an engine
+    it does not offer, another family's knob (None: none)."""
+    own = {o.name for o in family.search_options()}
+    wrong: list[tuple[str, Family]] = []
+    for other in FAMILIES.values():
+        if other is not family:
+            wrong += [(o.flag, other) for o in other.search_options()
+                      if o.name not in own and getattr(args, o.name, o.unset) != o.unset]
+    engine = choose_engine(args.engine)
+    if engine not in family.search_engines():
+        wrong += [(f"--engine {engine}", f) for f in FAMILIES.values() if engine in f.search_engines()][:1]
+    for text in args.knob:
+        name = text.partition("=")[0].strip()
+        if name not in family.knob_names():  # (a knob no family has: the family's parse_knobs names it)
+            wrong += [(f"--knob {name}", f) for f in FAMILIES.values() if name in f.knob_names()][:1]
+    if not wrong:
+        return None
+    flag, owner = wrong[0]
+    return f"{flag} is for {owner.search_owner}; --protocol {args.protocol} is {family.search_kind}"
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
-
-    from .quorum_explore import cmd_explore_quorum, partition_flags_problem
-
-    if args.protocol in QUORUM_VARIANT_NAMES:
-        return cmd_explore_quorum(args)
-    problem = partition_flags_problem(args)
+    family = family_named(ALL_FAMILY) if args.protocol == "all" else family_of_protocol(args.protocol)
+    if family is None:  # argparse's choices are every family's protocols
+        return fail(f"replemu: error: unknown protocol {args.protocol!r}")
+    problem = refused_flag(family, args)
     if problem:
         return fail(f"replemu: error: {problem}")
-    if args.depth is None:
-        return fail("replemu: error: the following arguments are required: --depth")
-    for name, default in (("replicas", 2), ("records", 2), ("epochs", 2), ("crashes", 1)):
-        if getattr(args, name) is None:
-            setattr(args, name, default)
+    options: dict[str, Any] = {}
+    for option in family.search_options():
+        value = getattr(args, option.name, None)
+        if value is None and option.required:
+            return fail(f"replemu: error: the following arguments are required: {option.flag}")
+        options[option.name] = option.default if value is None else value
+    protocols = list(family.variant_names()) if args.protocol == "all" else [args.protocol]
     try:
-        config = _config_assignments(args.config, args.replicas)
-        alphabet = parse_alphabet(args.steps)
-        until = frozenset(t.strip() for t in (args.until or "").split(",") if t.strip())
-        unknown = sorted(until - set(INVARIANT_NAMES))
-        if unknown:
-            raise ValueError(f"--until: unknown invariant {unknown[0][:40]!r} (known: {', '.join(INVARIANT_NAMES)})")
-        bounds = Bounds(args.depth, args.records, args.epochs, args.crashes, args.power_crashes)
-        reduce = Reduction.parse(args.reduce)
-    except ValueError as exc:  # ConfigError, ExploreError, an unknown step kind or invariant
+        knobs = family.parse_knobs([t for t in args.knob if t.partition("=")[0].strip() in family.knob_names()])
+        if "config" in options:
+            options["config"] = _config_values(options["config"])
+        spaces, until = family.search_spaces(protocols, knobs, options)
+    except ValueError as exc:  # ConfigError, ExploreError, KnobError, an unknown step kind or invariant
         return fail(f"replemu: error: {exc}")
     problem = output_problem(args.out, "--out")
     if problem:
@@ -381,20 +362,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return fail("replemu: error: --workers is for --engine local (Spark uses its executors)")
     if args.memory and engine != "local":
         return fail("replemu: error: --memory is for --engine local (Spark keeps its visited set on disk)")
-    if reduce.names and engine != "local":
+    if spaces[0].asked_reductions() and engine != "local":
         return fail("replemu: error: --reduce is for --engine local (the Spark engine searches without reductions)")
-    protocols = list(VARIANT_NAMES) if args.protocol == "all" else [args.protocol]
-    req = Request(protocols, args.replicas, bounds, config, args.knobs, alphabet, engine, Path(args.out),
-                  max_states=args.max_states, master=args.master, until=until, max_seconds=args.max_seconds,
-                  workers=args.workers or default_workers(), reduce=reduce,
+    req = Request(family, protocols, spaces, knobs, engine, Path(args.out), max_states=args.max_states, master=args.master,
+                  until=until, max_seconds=args.max_seconds,
+                  workers=(args.workers or default_workers()) if "workers" in options else 1,
                   memory_keys=None if args.memory is None else max(2, args.memory // KEY_BYTES_IN_MEMORY))
     spark = stop = None
     if engine == "spark":
-        import signal
-        import threading
-
-        from streaming.session import build_spark
-
         spark = build_spark(args.master, app_name="replemu-explore")
         stop = threading.Event()
 

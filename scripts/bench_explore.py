@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark ``replemu explore``: the Spark engine against the local engine on the same space.
 
-Both engines search one bounded space breadth-first (``emulator.explore.search_local`` in this
+Both engines search one bounded space breadth-first (``emulator.search.search_local`` in this
 process, ``streaming.explore.search_spark`` at --master, in a fresh work directory).  Per depth
 it prints, side by side: new states, transitions, seconds, states/s (new states per second),
 transitions/s and the RSS at the end of the level; then the totals, and the targets:
@@ -53,6 +53,11 @@ project on its pure-Python core (``REPLEMU_PURE=1``), and the ratios project / p
 compiled build adds) by wall and CPU time.
 
     python scripts/bench_explore.py --baseline [REF] [--protocol kip320] [--replicas 3] [--depth 6] [--runs 1] [--pure]
+    python scripts/bench_explore.py --baseline [REF] --args '--protocol kraft853 --depth 5' [--runs 1] [--pure]
+
+(``--args``: any family's search, given by its ``replemu explore`` flags, e.g. a metadata-quorum one.
+``--reference-tree DIR``: the reference is a tree of REF with its core compiled, to compare two
+compiled builds; the project's core is compiled when this tree's is.)
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -72,7 +78,7 @@ from typing import TYPE_CHECKING
 from baseline import DEFAULT_BASELINE, extract, git, project_head  # noqa: E402 (scripts/baseline.py)
 
 if TYPE_CHECKING:
-    from emulator.explore import Level
+    from emulator.search import Level
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -263,20 +269,21 @@ def compare(ref: dict, proj: dict, ref_files: dict[str, bytes], proj_files: dict
 
 def baseline(args: argparse.Namespace) -> int:
     commit = git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
-    argv = ["explore", "--protocol", args.protocol, "--replicas", str(args.replicas), "--depth", str(args.depth),
-            "--records", str(args.records), "--epochs", str(args.epochs), "--crashes", str(args.crashes),
-            "--power-crashes", str(args.power_crashes), "--engine", "local", "--json"]
+    space = shlex.split(args.args) if args.args else [
+        "--protocol", args.protocol, "--replicas", str(args.replicas), "--depth", str(args.depth), "--records",
+        str(args.records), "--epochs", str(args.epochs), "--crashes", str(args.crashes), "--power-crashes",
+        str(args.power_crashes)]
+    argv = ["explore", *space, "--engine", "local", "--json"]
     load = ",".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"bench_explore --baseline: local engine through the CLI, protocol={args.protocol} replicas={args.replicas} "
-          f"depth={args.depth} records={args.records} epochs={args.epochs} crashes={args.crashes} "
-          f"power_crashes={args.power_crashes} runs={args.runs} (best wall of each side, alternated; CPU: the command "
-          f"and its workers) "
+    print(f"bench_explore --baseline: local engine through the CLI, {' '.join(space)} runs={args.runs} (best wall of each "
+          f"side, alternated; CPU: the command and its workers) "
           f"reference={args.baseline} = {commit} project={ROOT} HEAD {project_head()} cores={os.cpu_count()} "
           f"loadavg={load} python={sys.version.split()[0]}", flush=True)
     print(f"  command: python -m replemu {' '.join(argv)} --out DIR  (cwd and PYTHONPATH = the tree)", flush=True)
     work = Path(tempfile.mkdtemp(prefix="replemu-bench-explore-baseline-"))
     try:
-        sides = [("reference", extract(commit, work / "reference", who="bench_explore"), False), ("project", ROOT, False)]
+        reference = Path(args.reference_tree) if args.reference_tree else extract(commit, work / "reference", who="bench_explore")
+        sides = [("reference", reference, False), ("project", ROOT, False)]
         sides += [("pure", ROOT, True)] if args.pure else []
         builds = {name: check_imports(name, tree, pure) for name, tree, pure in sides}
         print("  builds: " + "; ".join(f"{name}: {build}" for name, build in builds.items()), flush=True)
@@ -364,6 +371,12 @@ def main() -> int:
                     help="instead: this tree's local engine against commit REF's, through the CLI "
                          f"(default when given without a value: {DEFAULT_BASELINE})")
     ap.add_argument("--runs", type=int, default=1, help="runs of each side with --baseline, alternated (default 1)")
+    ap.add_argument("--reference-tree", metavar="DIR",
+                    help="with --baseline: the reference is this tree (REF's sources with its compiled core built "
+                         "beside them: setup.py build_ext --inplace) instead of REF extracted, which runs pure Python")
+    ap.add_argument("--args", metavar="'FLAGS'",
+                    help="with --baseline: these explore flags instead of the space's (--protocol ... --power-crashes), "
+                         "e.g. a metadata-quorum search: --args '--protocol kraft853 --depth 5'")
     ap.add_argument("--pure", action="store_true",
                     help="with --baseline: also run the project on its pure-Python core (REPLEMU_PURE=1), as a third side")
     args = ap.parse_args()
@@ -374,8 +387,9 @@ def main() -> int:
 
 def spark_vs_local(args: argparse.Namespace) -> int:
     from emulator.config import Config
-    from emulator.explore import Bounds, Space, search_local
+    from emulator.explore import Bounds, Space
     from emulator.run import effective_variant
+    from emulator.search import search_local
 
     print(f"bench_explore protocol={args.protocol} replicas={args.replicas} depth={args.depth} records={args.records} "
           f"epochs={args.epochs} crashes={args.crashes} power_crashes={args.power_crashes} master={args.master} "

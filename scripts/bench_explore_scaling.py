@@ -4,7 +4,7 @@
 One BFS level is measured (by default kip320, 3 replicas, records 2, epochs 2, crashes 1,
 depth 6: level 6 expands a frontier of 111,714 states into 437,127 new ones):
 
-1. the local engine (``emulator.explore.search_local``, one process, ``workers=1``) searches to
+1. the local engine (``emulator.search.search_local``, one process, ``workers=1``) searches to
    the depth; its last level is timed (wall and CPU seconds of the process);
 2. the Spark engine searches to depth - 2 once (at ``local[2]``), and that work directory is kept;
 3. per master (``--masters``, default ``local[1],local[2],local-cluster[2,1,2048]``), a fresh
@@ -117,7 +117,7 @@ def outcome_json(out) -> dict:
 # -- one side, in a process of its own ------------------------------------------------------------
 
 def side_local(args: argparse.Namespace) -> dict:
-    from emulator.explore import search_local
+    from emulator.search import search_local
 
     marks: list[tuple[float, float]] = []
     levels = []

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulator.config import Config  # noqa: E402
 from emulator.explore import DEFAULT_ALPHABET, Bounds  # noqa: E402
-from replemu.explore import Request, explore  # noqa: E402
+from replemu.explore import explore, partition_request  # noqa: E402
 
 VERDICTS = ("StrongIsr", "NoCommittedDataLoss", "EventualConvergence")
 RESET = {"reset_remote_leo_on_reelection": True}
@@ -35,8 +35,8 @@ RESET = {"reset_remote_leo_on_reelection": True}
 
 def run(label, protocol, replicas, bounds, out, engine, spark=None, knobs=None, config=Config(), until=frozenset(),  # noqa: B008 (a frozen Config)
         max_seconds=None):
-    req = Request([protocol], replicas, bounds, config, knobs or {}, DEFAULT_ALPHABET, engine, Path(out) / label,
-                  until=frozenset(until), max_seconds=max_seconds)
+    req = partition_request([protocol], replicas, bounds, config, knobs or {}, DEFAULT_ALPHABET, engine, Path(out) / label,
+                            until=frozenset(until), max_seconds=max_seconds)
     [result] = explore(req, out=sys.stdout, spark=spark)
     result["label"] = label
     return result

@@ -40,7 +40,8 @@ BY_FILE = (
                   "emulator/recovery.py", "emulator/replica_manager.py", "emulator/log.py",
                   "emulator/epoch_cache.py", "emulator/replica.py", "emulator/steps.py", "emulator/effects.py",
                   "emulator/run.py")),
-    ("search loop", ("emulator/explore.py",)),
+    ("search loop", ("emulator/search.py", "emulator/explore.py", "emulator/explore_state.py",
+                     "emulator/explore_reduce.py")),
 )
 
 
@@ -90,8 +91,9 @@ def main() -> int:
         prof.disable()
         report("step (kip320, 3 replicas, 30,000 steady-state steps)", prof)
     if args.only in (None, "search"):
-        from emulator.explore import Bounds, Space, search_local
+        from emulator.explore import Bounds, Space
         from emulator.run import effective_variant
+        from emulator.search import search_local
 
         cfg = Config()
         space = Space((1, 2, 3), cfg, effective_variant("kip320", cfg), Bounds(5))

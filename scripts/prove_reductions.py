@@ -27,8 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulator.config import Config  # noqa: E402
-from emulator.explore import Bounds, Reduction, Space, search_local  # noqa: E402
+from emulator.explore import Bounds, Reduction, Space  # noqa: E402
 from emulator.run import effective_variant  # noqa: E402
+from emulator.search import search_local  # noqa: E402
 
 VARIANTS = ("hw", "kip101", "kip279", "kip320", "kip903", "kip966")
 REDUCTIONS = ("none", "sleep", "symmetry", "all")
@@ -54,7 +55,7 @@ def main() -> int:
                 out = search_local(sp)
                 seconds = time.perf_counter() - began
                 verdicts = {k: (d, len(p.split()) if p else 0, p) for k, (d, p) in out.violations.items()}
-                line = (f"{protocol:7} {replicas} replicas  {name:8} ({','.join(sp.reductions) or 'none'}): "
+                line = (f"{protocol:7} {replicas} replicas  {name:8} ({','.join(sp.reductions()) or 'none'}): "
                         f"{out.distinct_states:>9,} states {out.transitions:>10,} transitions {seconds:7.1f} s  "
                         f"{'exhausted, diameter ' + str(out.diameter) if out.exhausted else 'complete to ' + str(out.depth)}")
                 if base is None:

@@ -1,5 +1,7 @@
 """The Spark engine of ``replemu explore``: the same breadth-first search as
-``emulator.explore.search_local``, level by level, with the frontier and the visited set on disk.
+``emulator.search.search_local``, level by level, with the frontier and the visited set on disk.
+It runs any family's ``SearchSpace`` (``emulator.search``): the space is pickled to the executors
+with the closure that expands it, and its hooks are all an executor calls.
 
 Per depth ``d`` (the work directory holds ``levels/d=0 .. d-1``, each a Parquet table of
 ``key`` (16-byte digest), ``path`` (step codes) and ``state`` (packed canonical bytes)), one
@@ -7,7 +9,7 @@ Spark job:
 
 1. the frontier ``levels/d=<d-1>`` is split into ranges of paths (``repartitionByRange``: siblings
    and cousins together) and expanded by an Arrow function per range (``mapInArrow``,
-   ``emulator.explore.expand``); each task merges the diamonds among its states' children, drops
+   ``emulator.search.expand``); each task merges the diamonds among its states' children, drops
    the children whose key is in the latest levels (read by each Python worker once per level, up
    to ``FILTER_KEYS`` keys) and emits one row per remaining key (its smallest path), plus marker
    rows: the smallest violating path per invariant, and its transition count;
@@ -23,7 +25,7 @@ A search that stops (Ctrl-C, ``--max-states``, a failure) resumes from its last 
 the same command runs again; ``identity.json`` refuses a work directory of another search.  The
 driver holds only counts and one path per violated invariant, so its memory stays flat as the
 visited set grows.  The counts and violations are the local engine's, state for state: both
-keep the smallest path per state and per invariant (see ``emulator.explore``).
+keep the smallest path per state and per invariant (see ``emulator.search``).
 """
 
 from __future__ import annotations
@@ -35,20 +37,17 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from emulator.explore import (
+from emulator.levels import WorkDirError, claim  # noqa: F401  (WorkDirError: what the CLI catches)
+from emulator.search import (
     Level,
     Outcome,
-    Space,
-    digest,
-    encode,
+    SearchSpace,
     expand,
-    identity,
     note_violations,
     pack,
     reached,
-    root,
+    root_entry,
 )
-from emulator.levels import WorkDirError, claim  # noqa: F401  (WorkDirError: what the CLI catches)
 
 from .storage import LocalStore
 
@@ -62,16 +61,12 @@ BATCH_ROWS = 10_000  # rows per Arrow batch an expansion task returns
 PACK_LEVEL = 0
 LEVEL_CODEC = "zstd"
 FILTER_KEYS = 4_000_000  # keys of the latest levels each Python worker holds (16 bytes each) to drop visited children
-
-
-
-
 TRANSITIONS = b"#"  # marker rows: key TRANSITIONS + task id, path = the task's transition count
 VIOLATION = b"!"  # marker rows: key VIOLATION + invariant name, path = the smallest violating path
 KEY_BYTES = 16  # a state's key; marker keys have other lengths, so they never meet a state
 
 
-def _expander(space: Space, filter_dirs: tuple[str, ...] = (), pack_level: int = PACK_LEVEL) -> Callable[[Iterator], Iterator]:
+def _expander(space: SearchSpace, filter_dirs: tuple[str, ...] = (), pack_level: int = PACK_LEVEL) -> Callable[[Iterator], Iterator]:
     """The Arrow function run per frontier partition (``mapInArrow``).
 
     The frontier is partitioned by parent path, so siblings meet in one task and the diamonds
@@ -89,13 +84,13 @@ def _expander(space: Space, filter_dirs: tuple[str, ...] = (), pack_level: int =
         import pyarrow as pa
         from pyspark import TaskContext
 
-        template = space.template
+        context = space.context()
         best: dict[bytes, tuple[str, bytes]] = {}
         broken: dict[str, str] = {}
         transitions = 0
         for batch in batches:
             for path, state in zip(batch.column("path").to_pylist(), batch.column("state").to_pylist()):
-                for s in expand(space, state, template):
+                for s in expand(space, state, "", context):
                     transitions += 1
                     child = f"{path} {s.code}" if path else s.code
                     for name in s.broken:
@@ -183,7 +178,7 @@ def open_work_dir(work: Path, identity: dict[str, Any]) -> dict[str, Any]:
     return progress
 
 
-def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Level], None] = lambda _l: None,
+def search_spark(spark, space: SearchSpace, work: str | Path, on_level: Callable[[Level], None] = lambda _l: None,
                  should_stop: Callable[[int], str | None] = lambda _n: None,
                  clock: Callable[[], float] = lambda: 0.0, slices: int | None = None,
                  found: dict[str, tuple[int, str]] | None = None, until: frozenset[str] = frozenset()) -> Outcome:
@@ -192,14 +187,13 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
     from pyspark.sql import functions as F
 
     work = Path(work)
-    progress = open_work_dir(work, identity(space))  # all but the depth: a deeper search continues
+    progress = open_work_dir(work, space.identity())  # all but the depth: a deeper search continues
     levels_dir = work / "levels"
     slices = slices or max(2, spark.sparkContext.defaultParallelism * 4)
     merge_slices = max(2, spark.sparkContext.defaultParallelism)  # the aggregation by key and the level's files
     if not progress["levels"]:
-        replay, counters, _steps, broken = root(space)
-        state = encode(replay, counters)
-        frame = spark.createDataFrame([(digest(state), "", pack(state))], "key binary, path string, state binary")
+        key, state, broken = root_entry(space)
+        frame = spark.createDataFrame([(key, "", pack(state))], "key binary, path string, state binary")
         _write_level(frame, levels_dir, 0)
         first: dict[str, tuple[int, str]] = {}
         note_violations(first, 0, "", broken)
@@ -213,7 +207,7 @@ def search_spark(spark, space: Space, work: str | Path, on_level: Callable[[Leve
     if len(per_depth) > 1:
         on_level(Level(len(per_depth) - 1, per_depth[-1], progress["levels"][-1]["transitions"], 0.0, sum(per_depth),
                        resumed=True))
-    for depth in range(len(per_depth), space.bounds.depth + 1):
+    for depth in range(len(per_depth), space.depth() + 1):
         if per_depth[-1] == 0:
             return Outcome(per_depth, transitions, True, True, violations)
         reason = should_stop(sum(per_depth)) or reached(until, violations)

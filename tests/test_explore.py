@@ -16,22 +16,12 @@ import pytest
 import yaml
 
 from conftest import ROOT, replemu
-from emulator import explore as explore_module
+from emulator import search as engine
 from emulator.config import Config
-from emulator.explore import (
-    SEPARATOR,
-    Bounds,
-    Counters,
-    Space,
-    digest,
-    enabled_codes,
-    encode,
-    replay_path,
-    root,
-    search_local,
-    step_of,
-)
+from emulator.explore import Bounds, Space, enabled_codes, replay_path, root, step_of
+from emulator.explore_state import encode
 from emulator.run import effective_variant
+from emulator.search import SEPARATOR, Counters, digest, search_local
 from emulator.state import from_document, to_document
 from emulator.steps import StepKind
 
@@ -100,7 +90,7 @@ def test_workers_give_the_counts_violations_and_paths_of_one_process(monkeypatch
     frontier order: the same states per depth, transitions, violations and shortest paths."""
     sp = space(protocol, replicas, Bounds(depth))
     one = search_local(sp)
-    monkeypatch.setattr(explore_module, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(engine, "PARALLEL_FROM", 1)
     two = search_local(sp, workers=2)
     assert (two.states_per_depth, two.transitions, two.violations) == (one.states_per_depth, one.transitions, one.violations)
     assert protocol == "kip320" or "StrongIsr" in one.violations
@@ -155,8 +145,9 @@ def test_a_broken_rule_is_caught_at_the_depth_worked_out_by_hand():
         from emulator import leader as leader_rules
         from emulator.config import Config
         from emulator.effects import LeaderHw
-        from emulator.explore import Bounds, Space, search_local
+        from emulator.explore import Bounds, Space
         from emulator.run import effective_variant
+        from emulator.search import search_local
 
         sp = Space((1, 2), Config(), effective_variant("kip320", Config()), Bounds(depth=3, records=1, epochs=1, crashes=0))
         print("StrongIsr" in search_local(sp).violations)

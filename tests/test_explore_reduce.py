@@ -31,28 +31,13 @@ from pathlib import Path
 import pytest
 
 from conftest import replemu
-from emulator import explore as explore_module
+from emulator import search as engine
 from emulator.config import Config
-from emulator.explore import (
-    DEFAULT_ALPHABET,
-    MARSHAL_VERSION,
-    Bounds,
-    Outcome,
-    Reduction,
-    Space,
-    canonical,
-    decode,
-    enabled_codes,
-    expand,
-    independent,
-    pack,
-    renamed,
-    restore,
-    search_local,
-    step_of,
-    symmetric_form,
-)
+from emulator.explore import DEFAULT_ALPHABET, Bounds, Space, enabled_codes, root, step_of
+from emulator.explore_reduce import Reduction, independent, renamed, symmetric_form
+from emulator.explore_state import canonical, decode, restore
 from emulator.run import effective_variant
+from emulator.search import MARSHAL_VERSION, Outcome, expand, pack, search_local
 from emulator.state import clone
 from emulator.steps import StepKind
 
@@ -86,8 +71,6 @@ def _searched(protocol: str, replicas: int, bounds: Bounds, reduce: str, alphabe
 
 def states_of(sp: Space, limit: int = 4000) -> list[bytes]:
     """The packed states of a breadth-first search of ``sp`` (at most ``limit``)."""
-    from emulator.explore import root
-
     replay, counters, _steps, _broken = root(sp)
     frontier = [pack(marshal.dumps(canonical(replay, counters), MARSHAL_VERSION))]
     seen = {frontier[0]}
@@ -113,7 +96,7 @@ def test_sleep_sets_keep_every_state_and_path(protocol):
         assert slept.states_per_depth == full.states_per_depth
         assert slept.violations == full.violations
         assert slept.exhausted == full.exhausted
-        if "sleep" in space(protocol, replicas, bounds, "sleep").reductions:
+        if "sleep" in space(protocol, replicas, bounds, "sleep").reductions():
             assert slept.transitions < full.transitions  # the sleep sets did leave steps out
         else:  # KRaft: no pair commutes
             assert slept.transitions == full.transitions
@@ -188,7 +171,7 @@ def test_steps_called_independent_commute(protocol, replicas, config, kinds):
     for i, packed in enumerate(states):
         replay, counters = decode(template, packed)
         for t, a in itertools.combinations(enabled_codes(sp, replay, counters), 2):
-            if independent(sp, replay, t, a):
+            if independent(replay, t, a):
                 declared.setdefault(_kinds(t, a), []).append((i, t, a))
     assert kinds <= set(declared), f"kind pairs never declared independent: {sorted(kinds - set(declared))}"
     checked = 0
@@ -254,8 +237,8 @@ def test_renaming_the_replicas_commutes_with_every_step(protocol):
 
 def test_kraft_has_no_reduction():
     assert not space("kip966", 3, Bounds(3), "all").symmetric
-    assert space("kip966", 3, Bounds(3), "all").reductions == []
-    assert space("kip320", 3, Bounds(3), "all").reductions == ["sleep", "symmetry"]
+    assert space("kip966", 3, Bounds(3), "all").reductions() == []
+    assert space("kip320", 3, Bounds(3), "all").reductions() == ["sleep", "symmetry"]
 
 
 def _interrupt_after(n: int):
@@ -274,7 +257,7 @@ def test_a_search_stopped_anywhere_resumes_to_the_same_result(tmp_path, monkeypa
     """hw with 2 replicas (SMALL, sleep sets: 5,304 states in 12 levels, violations first found at
     depths 6 and 7), stopped at the start of level 2, inside level 5 and inside level 7, then
     resumed with the same workers: the result of one uninterrupted process."""
-    monkeypatch.setattr(explore_module, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(engine, "PARALLEL_FROM", 1)
     sp = space("hw", 2, SMALL, "sleep")
     whole = searched("hw", 2, SMALL, "sleep")
     assert whole.exhausted and HW_SMALL_BROKEN <= set(whole.violations)
@@ -303,7 +286,7 @@ def test_a_work_directory_of_another_search_is_refused(tmp_path):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_visited_set_ten_times_the_memory_budget_finishes(tmp_path, monkeypatch, workers):
-    monkeypatch.setattr(explore_module, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(engine, "PARALLEL_FROM", 1)
     sp = space("kip320", 2, SMALL)
     whole = searched("kip320", 2, SMALL)
     budget = whole.distinct_states // 10

@@ -1,15 +1,20 @@
 """The Spark engine's expansion tasks (``streaming.explore``): the visited filter in the tasks,
 whether it covers every earlier level or only the latest ones, and work directories written
-with either packing give the local engine's search, state for state."""
+with either packing give the local engine's search, state for state; so does a metadata-quorum
+search (the engine runs any family's space)."""
 
 from __future__ import annotations
 
 import pytest
 
 from emulator.config import Config
-from emulator.explore import Bounds, Space, search_local
+from emulator.explore import Bounds, Space
+from emulator.quorum_explore import QuorumBounds, QuorumSpace
+from emulator.quorum_variants import quorum_variant_named
 from emulator.run import effective_variant
-from emulator.steps import StepKind
+from emulator.search import search_local
+from emulator.steps import QuorumStepKind, StepKind
+from streaming.explore import search_spark
 
 ALPHABET = (StepKind.ELECT, StepKind.PRODUCE, StepKind.FETCH, StepKind.CRASH, StepKind.RESTART)
 
@@ -59,3 +64,16 @@ def test_levels_packed_at_zlib_level_1_resume(spark, tmp_path, monkeypatch, loca
     seen = []
     same(explore.search_spark(spark, hw_space(5), work, on_level=lambda lv: seen.append(lv.depth)), local)
     assert seen == [3, 4, 5]
+
+
+def test_the_spark_engine_searches_a_metadata_quorum_as_the_local_engine_does(spark, tmp_path):
+    """The Spark engine runs any family's space (its hooks pickled to the executors): a quorum
+    search, rule off, to the depth where ElectionSafety and LeaderCompleteness first break, gives
+    the local engine's counts, transitions and shortest paths."""
+    rule_off = quorum_variant_named("kraft853", {"reconfig_requires_leader_epoch_commit": False})
+    space = QuorumSpace((1, 2, 3, 4), (), rule_off, QuorumBounds(depth=3, epochs=3, appends=0, reconfigs=2),
+                        (QuorumStepKind.ELECTION_TIMEOUT, QuorumStepKind.FETCH, QuorumStepKind.REMOVE_VOTER), stable=True,
+                        prefix="K14 E3124 K31")
+    local = search_local(space)
+    assert set(local.violations) == {"ElectionSafety", "LeaderCompleteness"}
+    same(search_spark(spark, space, tmp_path / "work"), local)

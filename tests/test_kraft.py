@@ -14,7 +14,8 @@ import yaml
 
 from conftest import ROOT, run, violated
 from emulator import VARIANTS, Config, run_scenario
-from emulator.explore import Bounds, Space, search_local
+from emulator.explore import Bounds, Space
+from emulator.search import search_local
 from scenario_io.yaml_files import load_scenario
 
 EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.yaml"))

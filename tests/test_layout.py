@@ -173,18 +173,11 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return [shortest_cycle(min(group), group) for group in sorted(groups, key=min)]
 
 
-# removed when issue 48's explore/stream merges land
-KNOWN_CYCLES = [
-    {"replemu.explore", "replemu.quorum_explore"},
-    {"streaming.processor", "streaming.quorum_stream"},
-]
-
-
 def test_no_package_has_an_import_cycle():
     """Over every package, counting imports inside functions: an import a function makes when it
     runs hides a cycle from Python's import machinery, not from a reader."""
     graph = import_graph({name: path.read_text() for name, path in modules()})
-    cycles = [" -> ".join(c) for c in import_cycles(graph) if set(c) not in KNOWN_CYCLES]
+    cycles = [" -> ".join(c) for c in import_cycles(graph)]
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 

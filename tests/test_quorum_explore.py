@@ -1,14 +1,18 @@
 """``replemu explore`` of the metadata quorum (emulator/quorum_explore.py, docs/explore.md "The metadata
 quorum"): the rule-off search finds the thesis bug and its written file replays with ``--check``; the
 rule-on search of a small space ends with no new state and no violation; KIP-996's claim holds under
-kraft996 and breaks under kraft853; two runs give the same output; bad flags exit 2."""
+kraft996 and breaks under kraft853; two runs give the same output; bad flags exit 2; the engine the
+partition family's searches run on (``emulator.search``) gives a quorum search the same result with
+forked workers and from a work directory, stopped and resumed."""
 
 from __future__ import annotations
 
 import json
+import marshal
 
 import pytest
 
+from emulator import search as engine
 from emulator.quorum_explore import (
     CODE_OF_KIND,
     STABLE_LEADER,
@@ -17,15 +21,13 @@ from emulator.quorum_explore import (
     candidate_codes,
     canonical,
     clone,
-    digest,
-    pack,
     restore,
     root,
-    search_quorum,
     take,
 )
 from emulator.quorum_steps import QUORUM_STEP_TABLE, QuorumStepKind
 from emulator.quorum_variants import KRAFT853, quorum_variant_named
+from emulator.search import MARSHAL_VERSION, search_local
 from replemu.cli import main
 
 RULE_OFF = "reconfig_requires_leader_epoch_commit=false"
@@ -107,8 +109,8 @@ def test_canonical_encoding_survives_pack_restore_and_clone():
         except Exception:  # refused actions are no edges
             continue
         t = canonical(child)
-        assert canonical(restore(space, pack(t))) == t
-        assert digest(canonical(clone(space, child))) == digest(t)
+        assert canonical(restore(space, marshal.loads(marshal.dumps(t, MARSHAL_VERSION)))) == t
+        assert marshal.dumps(canonical(clone(space, child)), MARSHAL_VERSION) == marshal.dumps(t, MARSHAL_VERSION)
         seen += 1
     assert seen
 
@@ -130,6 +132,32 @@ def test_bad_flags_exit_2_with_a_message(capsys, tmp_path, argv, message):
 
 def test_quorum_variants_route_to_the_quorum_search():
     space = QuorumSpace((1, 2, 3), (), quorum_variant_named("kraft996"), QuorumBounds(epochs=1, appends=0, reconfigs=0))
-    outcome = search_quorum(space)
+    outcome = search_local(space)
     assert outcome.exhausted and not outcome.violations
     assert QuorumStepKind.RESIGN not in space.alphabet
+
+
+def test_the_engine_gives_a_quorum_search_the_same_result_with_workers_and_after_a_stop(tmp_path, monkeypatch):
+    """The one engine (``emulator.search``) on a quorum space, as on a partition's: levels expanded
+    by forked workers, and a search stopped in the middle of a level then resumed from its work
+    directory, give the one-process search's counts, transitions and shortest paths."""
+    rule_off = quorum_variant_named("kraft853", {"reconfig_requires_leader_epoch_commit": False})
+    space = QuorumSpace((1, 2, 3, 4), (), rule_off, QuorumBounds(depth=3, epochs=3, appends=0, reconfigs=2),
+                        (QuorumStepKind.ELECTION_TIMEOUT, QuorumStepKind.FETCH, QuorumStepKind.REMOVE_VOTER), stable=True,
+                        prefix="K14 E3124 K31")  # THESIS's space, to the depth of its two violations
+    whole = search_local(space)
+    assert whole.violations == {"ElectionSafety": (3, "E12 F4 E43"), "LeaderCompleteness": (3, "E12 F4 F4")}
+    monkeypatch.setattr(engine, "PARALLEL_FROM", 1)
+    two = search_local(space, workers=2)
+    assert (two.states_per_depth, two.transitions, two.violations) == (whole.states_per_depth, whole.transitions,
+                                                                        whole.violations)
+
+    def interrupt(distinct: int) -> None:
+        if distinct >= whole.distinct_states // 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        search_local(space, should_stop=interrupt, work=tmp_path)
+    resumed = search_local(space, work=tmp_path)
+    assert (resumed.states_per_depth, resumed.transitions, resumed.violations) == (whole.states_per_depth,
+                                                                                  whole.transitions, whole.violations)
