@@ -18,7 +18,6 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from emulator.bounds import short_repr
 from emulator.families import Family, family_of_document
-from emulator.partition_family import PARTITION
 from emulator.scenario import Scenario, ScenarioError, parse_scenario
 
 MAX_DEPTH = 32  # a scenario file nests ~8 levels (expect.<variant>.at_step.<n>.replicas.<id>.log.<record>)
@@ -310,12 +309,6 @@ def load_family_scenario(path: str | Path) -> tuple[Family, Any]:
 def load_any_scenario(path: str | Path) -> Any:
     """A scenario file of any protocol family (``load_family_scenario`` without the family)."""
     return load_family_scenario(path)[1]
-
-
-def scenario_document(s: Scenario, description: str, expect: dict | None = None) -> dict[str, Any]:
-    """A partition scenario in the contract's YAML shape (``initial_state`` absolute, so it replays
-    from anywhere): ``emulator.partition_family.PARTITION.document``."""
-    return PARTITION.document(s, description, expect)
 
 
 def write_scenario(data: dict, path: str | Path) -> Path:
