@@ -63,42 +63,49 @@ STREAM_LOG = ("replica", "op", "offset", "epoch", "value")
 class Family:
     """One family of protocols (a base class: the families subclass it)."""
 
-    # -- identity ----------------------------------------------------------------------------------
-    def __init__(self, name: str, title: str, docs: str) -> None:
+    # -- identity, variants, steps -----------------------------------------------------------------
+    def __init__(self, name: str, title: str, docs: str, steps: Any, variants: Any) -> None:
+        """``steps``: the family's ``emulator.step_table.StepTable``; ``variants``: its
+        ``emulator.variant_table.VariantTable`` (presets over a ``KnobTable``)."""
         self.name = name  # the result's ``family`` and the stream's: "partition", "quorum"
         self.title = title  # how messages name a protocol of the family: "partition", "metadata-quorum"
         self.docs = docs  # the document that describes the family's rules (docs/protocol.md, docs/quorum.md)
+        self.steps = steps
+        self.variants = variants
 
-    # -- variants and knobs ------------------------------------------------------------------------
     def variant_names(self) -> tuple[str, ...]:
         """The presets, in the family's order (``--protocol all`` runs them in this order)."""
-        raise NotImplementedError
+        names: tuple[str, ...] = self.variants.names
+        return names
 
     def knob_names(self) -> tuple[str, ...]:
-        raise NotImplementedError
+        return tuple(self.variants.knobs)
 
     def variant(self, protocol: str, knobs: dict[str, Any] | None = None) -> Any:
         """The preset ``protocol`` with ``knobs`` set (``ValueError`` / ``KnobError`` naming what is wrong)."""
-        raise NotImplementedError
+        return self.variants.named(protocol, knobs)
 
     def parse_knobs(self, texts: list[str]) -> dict[str, Any]:
         """``--knob NAME=VALUE`` texts of this family's knobs -> ``{name: value}`` (``KnobError``)."""
-        raise NotImplementedError
+        knobs: dict[str, Any] = self.variants.parse_knobs(texts)
+        return knobs
 
-    # -- steps -------------------------------------------------------------------------------------
     def step_kinds(self) -> tuple[str, ...]:
-        raise NotImplementedError
+        kinds: tuple[str, ...] = self.steps.kinds
+        return kinds
 
     def parse_step(self, kind: Any, args: Any, ids: tuple[int, ...]) -> Any:
         """One step's ``{kind: args}`` validated against the family's step table (``StepError``)."""
-        raise NotImplementedError
+        return self.steps.parse(kind, args, ids)
 
     def step_to_dict(self, step: Any) -> dict[str, Any]:
         """The step in the scenario file's shape; ``parse_step`` reads it back to the same step."""
-        raise NotImplementedError
+        d: dict[str, Any] = self.steps.to_dict(step)
+        return d
 
     def describe_step(self, step: Any) -> str:
-        raise NotImplementedError
+        described: str = self.steps.describe(step)
+        return described
 
     # -- invariants --------------------------------------------------------------------------------
     def invariant_names(self) -> tuple[str, ...]:

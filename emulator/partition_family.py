@@ -17,39 +17,13 @@ from .run import Replay, run_scenario
 from .scenario import Scenario, parse_scenario
 from .search import SearchSpace
 from .search_command import Counterexample, SearchOption
-from .steps import STEP_KINDS, describe_step, parse_step, step_to_dict
-from .variants import KNOBS, VARIANT_NAMES, parse_knob_assignments, variant_named
+from .steps import STEP_TABLE, step_to_dict
+from .variants import VARIANT_TABLE, variant_named
 from .workload import generate_partition
 
 
 class PartitionFamily(Family):
     """Partition replication: the presets hw ... kip966 over one partition's replicas."""
-
-    # -- variants and knobs ------------------------------------------------------------------------
-    def variant_names(self) -> tuple[str, ...]:
-        return VARIANT_NAMES
-
-    def knob_names(self) -> tuple[str, ...]:
-        return tuple(KNOBS)
-
-    def variant(self, protocol: str, knobs: dict[str, Any] | None = None) -> Any:
-        return variant_named(protocol, knobs)
-
-    def parse_knobs(self, texts: list[str]) -> dict[str, Any]:
-        return parse_knob_assignments(texts)
-
-    # -- steps -------------------------------------------------------------------------------------
-    def step_kinds(self) -> tuple[str, ...]:
-        return STEP_KINDS
-
-    def parse_step(self, kind: Any, args: Any, ids: tuple[int, ...]) -> Any:
-        return parse_step(kind, args, ids)
-
-    def step_to_dict(self, step: Any) -> dict[str, Any]:
-        return step_to_dict(step)
-
-    def describe_step(self, step: Any) -> str:
-        return describe_step(step)
 
     # -- invariants --------------------------------------------------------------------------------
     def invariant_names(self) -> tuple[str, ...]:
@@ -136,7 +110,7 @@ class PartitionFamily(Family):
             simpler.append({**{k: v for k, v in args.items() if k != "values"}, "value": args["values"][0]})
         ids: tuple[int, ...] = scenario.broker_ids
         for a in simpler:  # a loop, not a generator expression: mypyc builds those as lists
-            yield parse_step(kind, a, ids)
+            yield STEP_TABLE.parse(kind, a, ids)
 
     def initial_state(self, scenario: Any) -> str | None:
         s: Scenario = scenario
@@ -258,4 +232,4 @@ class PartitionFamily(Family):
         return partition_stream.restore(document)
 
 
-PARTITION = PartitionFamily("partition", "partition", "docs/protocol.md")
+PARTITION = PartitionFamily("partition", "partition", "docs/protocol.md", STEP_TABLE, VARIANT_TABLE)

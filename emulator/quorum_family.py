@@ -19,17 +19,12 @@ from .quorum_run import (
     run_quorum_scenario,
 )
 from .quorum_steps import (
-    QUORUM_STEP_KINDS,
     QUORUM_STEP_TABLE,
-    describe_quorum_step,
     parse_quorum_step,
     quorum_step_to_dict,
 )
 from .quorum_variants import (
-    QUORUM_KNOBS,
-    QUORUM_VARIANT_NAMES,
-    parse_quorum_knob_assignments,
-    quorum_variant_named,
+    QUORUM_VARIANT_TABLE,
 )
 from .quorum_workload import generate_quorum_scenario
 from .result import ResultFormatError
@@ -39,32 +34,6 @@ from .search_command import Counterexample, SearchOption
 
 class QuorumFamily(Family):
     """KRaft's metadata quorum: the presets kraft595 ... kraft996 over its voters and observers."""
-
-    # -- variants and knobs ------------------------------------------------------------------------
-    def variant_names(self) -> tuple[str, ...]:
-        return QUORUM_VARIANT_NAMES
-
-    def knob_names(self) -> tuple[str, ...]:
-        return tuple(QUORUM_KNOBS)
-
-    def variant(self, protocol: str, knobs: dict[str, Any] | None = None) -> Any:
-        return quorum_variant_named(protocol, knobs)
-
-    def parse_knobs(self, texts: list[str]) -> dict[str, Any]:
-        return parse_quorum_knob_assignments(texts)
-
-    # -- steps -------------------------------------------------------------------------------------
-    def step_kinds(self) -> tuple[str, ...]:
-        return QUORUM_STEP_KINDS
-
-    def parse_step(self, kind: Any, args: Any, ids: tuple[int, ...]) -> Any:
-        return parse_quorum_step(kind, args, ids)
-
-    def step_to_dict(self, step: Any) -> dict[str, Any]:
-        return quorum_step_to_dict(step)
-
-    def describe_step(self, step: Any) -> str:
-        return describe_quorum_step(step)
 
     # -- invariants --------------------------------------------------------------------------------
     def invariant_names(self) -> tuple[str, ...]:
@@ -152,7 +121,7 @@ class QuorumFamily(Family):
         return generate_quorum_scenario(seed, k, protocol, knobs)
 
     # -- search (explore) --------------------------------------------------------------------------
-    search_owner = f"the metadata-quorum protocols ({', '.join(QUORUM_VARIANT_NAMES)})"
+    search_owner = f"the metadata-quorum protocols ({', '.join(QUORUM_VARIANT_TABLE.names)})"
     search_kind = 'a metadata-quorum protocol (docs/explore.md "The metadata quorum")'
 
     def search_options(self) -> tuple[SearchOption, ...]:
@@ -212,4 +181,4 @@ class QuorumFamily(Family):
         return quorum_stream.restore(document, violated)
 
 
-QUORUM = QuorumFamily("quorum", "metadata-quorum", "docs/quorum.md")
+QUORUM = QuorumFamily("quorum", "metadata-quorum", "docs/quorum.md", QUORUM_STEP_TABLE, QUORUM_VARIANT_TABLE)

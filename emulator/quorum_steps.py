@@ -248,7 +248,6 @@ QUORUM_STEP_TABLE: StepTable[QuorumStepKind, QuorumStep] = StepTable(QuorumStepK
              "directory id (without initial voters when voters are dynamic) and starts."),
 ), "quorum step type", "Metadata-quorum scenarios (a file that names `voters`; docs/quorum.md)")
 
-QUORUM_STEP_KINDS: tuple[str, ...] = QUORUM_STEP_TABLE.kinds
 
 # The table's methods by their former names (other packages still call them; issue 48 removes them).
 parse_quorum_step = QUORUM_STEP_TABLE.parse
