@@ -228,6 +228,12 @@ class Family:
         """The lines a campaign prints before it runs: every parameter it draws from."""
         raise NotImplementedError
 
+    def campaign_engines(self) -> tuple[str, ...]:
+        """The engines a campaign of this family runs on: ``local`` (this process) and, for a family
+        whose cases stream as the job's event rows, ``spark`` (``streaming.batch_replay``); a
+        campaign asked for an engine its family lacks runs locally (the same report)."""
+        return ("local",)
+
     def generate_case(self, seed: int, k: int, profile: Any, protocol: str | None,
                       knobs: dict[str, Any] | None) -> dict[str, Any]:
         """Case ``k`` of campaign ``seed`` drawn from ``profile`` (under ``protocol`` when

@@ -43,6 +43,9 @@ class PartitionFamily(Family):
     campaign_unit = "partition"
     cases_per_protocol = False  # one generated partition replays under every preset
 
+    def campaign_engines(self) -> tuple[str, ...]:
+        return ("spark", "local")
+
     def run(self, scenario: Any, protocol: str, trace: bool = False, knobs: dict[str, Any] | None = None,
             refusal_as_result: bool = False, progress: Callable[[int, int], None] | None = None,
             prepare: Any = None, trace_logs: bool = True) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Generic, Iterable, TypeVar
 
-from ._build import rebuilt
+from ._build import mypyc_attr, rebuilt
 from .bounds import short_repr
 
 
@@ -87,6 +87,7 @@ class KnobTable:
 V = TypeVar("V", bound="Variant")
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a family outside the core (a plug-in's, tests/toy_family.py)
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One protocol of a family: a name and (in the family's subclass) one field per knob of its

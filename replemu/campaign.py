@@ -133,7 +133,7 @@ def run_campaign(seed: int, profile_name: str, partitions: int, protocols: list[
         for k in range(partitions):
             shared.append(family.generate_case(seed, k, profile, None, knobs))
             bar.step()
-        if engine == "spark":
+        if engine == "spark" and "spark" in family.campaign_engines():
             from streaming.batch_replay import stream_scenarios
 
             per_protocol = stream_scenarios(shared, protocols, out / "stream", spark=spark, progress=progress)
