@@ -85,13 +85,15 @@ CLOCK: tuple[tuple[str, str, str], ...] = (
     ("explore stdout", r'"seconds": [0-9.e+-]+', "the search's wall time"),
     ("explore stdout/stderr", r"in [0-9.]+ s( \([0-9,]+/s\))?", "the search's wall time and rate"),
     ("stream stdout", r"local-[0-9]+", "Spark's application id (a start time)"),
-    ("stream stdout", r"[0-9.]+ s, state", "a micro-batch's wall time"),
+    ("stream stdout", r"[0-9.]+ s, state [0-9]+ KiB", "a micro-batch's wall time, and the state store's memory "
+                                                       "as Spark measures it (RocksDB's varies run to run)"),
     ("progress.jsonl", "only batchId, numInputRows, the state operators' row counts and the sources' "
                        "end offsets and row counts are kept", "Spark's progress report: ids, timestamps, "
                        "durations and rates"),
-    ("dashboard.html", r'"timestamp":"[^"]*"|"duration_s":[0-9.]+|"version":"[0-9a-f]+"',
-     "a stream micro-batch's start time and duration (from progress.jsonl), and the digest of the "
-     "output directories' signatures (inode and modification time: the web app's cache key)"),
+    ("dashboard.html", r'"timestamp":"[^"]*"|"duration_s":[0-9.]+|"state_bytes":[0-9]+|"version":"[0-9a-f]+"',
+     "a stream micro-batch's start time, duration and state store memory (from progress.jsonl), and "
+     "the digest of the output directories' signatures (inode and modification time: the web app's "
+     "cache key)"),
 )
 EXPLORE_CLOCK = [re.compile(CLOCK[0][1]), re.compile(CLOCK[1][1])]
 STREAM_CLOCK = [re.compile(CLOCK[2][1]), re.compile(CLOCK[3][1])]
