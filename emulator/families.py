@@ -11,7 +11,7 @@ from typing import Any
 
 from .family import Family
 from .partition_family import PARTITION
-from .quorum_family import QUORUM
+from .quorum.family import QUORUM
 from .variants import KnobError
 
 # In the order documents are tried (the first whose ``is_document`` accepts one is its family) and

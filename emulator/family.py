@@ -2,7 +2,7 @@
 
 replemu models families of protocols: partition replication (``hw`` ... ``kip966``,
 ``emulator.partition_family.PARTITION``) and KRaft's metadata quorum (``kraft595`` ...
-``kraft996``, ``emulator.quorum_family.QUORUM``).  An engine -- ``replemu run``, campaign, shrink,
+``kraft996``, ``emulator.quorum.family.QUORUM``).  An engine -- ``replemu run``, campaign, shrink,
 explore, the stream, the dashboard -- is one code path over a ``Family``: it asks the family for its
 variants, parses steps with its step table, builds and steps its model, judges with its checker,
 encodes its state, and never asks which family it holds.  ``emulator.families`` is the registry:

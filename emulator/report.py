@@ -1,7 +1,7 @@
 """What a partition result shows people: ``replemu run``'s step table, final logs and verdict, the
 ``--check`` comparison with an ``expect`` block, and the dashboard's views of a ``--trace`` (the
 per-step timeline, the log operations).  ``emulator.partition_family.PARTITION`` serves them to the
-engines; ``log_rows`` and ``log_ops`` are every family's (the quorum's ``quorum_report`` uses them).
+engines; ``log_rows`` and ``log_ops`` are every family's (``emulator.quorum.report`` uses them).
 """
 
 from __future__ import annotations

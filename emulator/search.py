@@ -4,7 +4,7 @@
 breadth-first, each distinct state once, every invariant judged in every state.  This module is
 the family-neutral part: the engine reads a family only through ``SearchSpace``, whose hooks a
 family's space implements (``emulator.explore.Space`` for partition replication,
-``emulator.quorum_explore.QuorumSpace`` for the metadata quorum):
+``emulator.quorum.explore.QuorumSpace`` for the metadata quorum):
 
 * ``root_state`` / ``restore`` / ``canonical``: the first state, a state from its canonical
   tuple, and the tuple of a state (everything that can change a future action or verdict,

@@ -1,7 +1,7 @@
 """A family's step vocabulary as one table: what parses, writes back, describes and documents steps.
 
 Each protocol family builds one ``StepTable`` from its rows (``emulator.steps.STEP_TABLE`` for
-partition replication, ``emulator.quorum_steps.QUORUM_STEP_TABLE`` for the metadata quorum): one
+partition replication, ``emulator.quorum.steps.QUORUM_STEP_TABLE`` for the metadata quorum): one
 ``StepSpec`` per step kind -- its frozen dataclass, its arguments (``Arg``: a name, an
 ``ArgType`` saying how a YAML value is checked, a default) and its meaning.  The table is what
 the scenario loaders validate a step with (``parse``), what a scenario file and a stream's event

@@ -369,11 +369,11 @@ parse_step = STEP_TABLE.parse
 step_to_dict = STEP_TABLE.to_dict
 describe_step = STEP_TABLE.describe
 
-HEADER = ("# Step kinds\n\nGenerated from `emulator/steps.py` (`STEP_TABLE`) and `emulator/quorum_steps.py` "
+HEADER = ("# Step kinds\n\nGenerated from `emulator/steps.py` (`STEP_TABLE`) and `emulator/quorum/steps.py` "
           "(`QUORUM_STEP_TABLE`) by `replemu steps`; do not edit by hand.\n\n")
 
 
 def steps_markdown() -> str:
     """The partition's part of ``docs/steps.md`` (``replemu steps`` adds the metadata quorum's:
-    ``emulator.quorum_steps.all_steps_markdown``), written from ``STEP_TABLE``."""
+    ``emulator.quorum.steps.all_steps_markdown``), written from ``STEP_TABLE``."""
     return HEADER + STEP_TABLE.markdown()

@@ -4,7 +4,7 @@ A family's rules read only knobs, never a variant's name.  Each family has one `
 knobs: values, meaning, the Kafka version and code each comes from, and how its messages name
 them), a frozen dataclass deriving from ``Variant`` (a name and one field per knob) and one
 ``VariantTable`` (its presets, in the order ``--protocol all`` runs them): partition replication's
-in ``emulator.variants``, the metadata quorum's in ``emulator.quorum_variants``.  ``--knob
+in ``emulator.variants``, the metadata quorum's in ``emulator.quorum.variants``.  ``--knob
 NAME=VALUE``, a scenario's knobs, the knob tables of the docs and the state documents all go
 through these.
 """

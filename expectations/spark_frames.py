@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.invariants import REGISTRY
-from emulator.quorum_family import QUORUM
+from emulator.quorum.family import QUORUM
 
 TIMELINE_COLUMNS = ("topic", "partition", "seq", "replica", "role", "alive", "leo", "hw", "leader_epoch",
                     "cache_increasing", "leading")

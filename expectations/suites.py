@@ -89,7 +89,7 @@ def quorum_checks() -> list[Check]:
     import great_expectations.expectations as gxe
     from great_expectations.expectations.row_conditions import Column
 
-    from emulator.quorum_invariants import QUORUM_INVARIANTS
+    from emulator.quorum.invariants import QUORUM_INVARIANTS
 
     def meta(name: str) -> dict:
         return {"invariant": name, "ref": next(i.source for i in QUORUM_INVARIANTS if i.name == name)}

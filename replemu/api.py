@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from emulator.explore import Bounds, Reduction
 from emulator.families import family_of_document, family_of_scenario
-from emulator.quorum_run import QuorumScenario
+from emulator.quorum.run import QuorumScenario
 from emulator.scenario import Scenario, ScenarioError
 from emulator.variants import VARIANT_NAMES
 from streaming.operators import OPERATOR_NAMES

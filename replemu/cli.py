@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import emulator
 from emulator import VARIANT_NAMES
-from emulator.quorum_variants import (
+from emulator.quorum.variants import (
     QUORUM_KNOBS,
     QUORUM_VARIANT_NAMES,
     parse_quorum_knob_assignments,

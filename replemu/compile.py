@@ -8,7 +8,7 @@ from typing import Iterable
 
 from emulator.families import FAMILIES, Family
 from emulator.partition_family import PARTITION
-from emulator.quorum_family import QUORUM
+from emulator.quorum.family import QUORUM
 from emulator.scenario import ScenarioError
 from scenario_io.yaml_files import load_family_scenario
 from streaming.events import duplicate_keys, quorum_scenario_rows, scenario_rows, write_event_files

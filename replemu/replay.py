@@ -322,7 +322,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_steps(args: argparse.Namespace) -> int:
-    from emulator.quorum_steps import all_steps_markdown
+    from emulator.quorum.steps import all_steps_markdown
 
     print(all_steps_markdown(), end="")
     return EXIT_OK

@@ -1,6 +1,6 @@
 """Human output of ``replemu run`` over the families: the scenario × variant matrix.  A family's
 own output (the step table, the final logs, the verdict, the ``--check`` comparison with an
-``expect`` block) is its ``Family``'s (``emulator.report``, ``emulator.quorum_report``)."""
+``expect`` block) is its ``Family``'s (``emulator.report``, ``emulator.quorum.report``)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from emulator.bounds import short_list
 from emulator.families import family_named, family_of_protocol
 from emulator.family import Family
 from emulator.partition_family import PARTITION
-from emulator.quorum_family import QUORUM
+from emulator.quorum.family import QUORUM
 from streaming.progress import counted
 from streaming.storage import is_uri, join
 

@@ -44,10 +44,10 @@ def scenario_rows(s: Scenario) -> list[dict]:
 
 
 def quorum_scenario_rows(s, partition: int = 0) -> list[dict]:
-    """A metadata-quorum scenario (``emulator.quorum_run.QuorumScenario``) as the event rows of the
+    """A metadata-quorum scenario (``emulator.quorum.run.QuorumScenario``) as the event rows of the
     metadata partition ``__cluster_metadata``/``partition``: the header (seq 0, type ``quorum``,
     args ``{"scenario", "voters", "observers", "knobs"}``), then its steps 1..N as in the file."""
-    from emulator.quorum_steps import quorum_step_to_dict
+    from emulator.quorum.steps import quorum_step_to_dict
 
     args = {"scenario": s.name, "voters": list(s.voters), "observers": list(s.observers), "knobs": dict(sorted(s.knobs.items()))}
     rows = [{"topic": QUORUM_TOPIC, "partition": partition, "seq": 0, "type": QUORUM_HEADER_TYPE, "args": json.dumps(args)}]

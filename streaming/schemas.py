@@ -27,7 +27,7 @@ from pyspark.sql.types import (
 )
 
 from emulator.partition_family import PARTITION
-from emulator.quorum_family import QUORUM
+from emulator.quorum.family import QUORUM
 from emulator.steps import STEP_KINDS
 
 HEADER_TYPE = PARTITION.stream_header_type  # the ``type`` of a partition's header row (seq 0): "partition"
@@ -107,7 +107,7 @@ STATE_SCHEMA = StructType([
     StructField("violated", StringType()),  # comma-separated invariant names
     StructField("gap_reported_seq", LongType()),
     StructField("waiting", BinaryType()),  # JSON: rows that arrived ahead of a gap
-    StructField("core", BinaryType()),  # JSON: the partition document (emulator.state), logs = the window; a metadata partition: emulator.quorum_codec's
+    StructField("core", BinaryType()),  # JSON: the partition document (emulator.state), logs = the window; a metadata partition: emulator.quorum.codec's
     StructField("generator", BinaryType()),  # a workload partition's generator (emulator.workload), else null
 ])
 

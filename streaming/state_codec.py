@@ -10,7 +10,7 @@ Layout of the binary fields (state schema version ``STATE_SCHEMA_VERSION``):
   to write and read than separate columnar tables, and the replicas' logs, the checker's
   committed and acknowledged records repeat each other: LZ4 keeps a quarter of the bytes at
   ~30 µs a partition (zlib: a fifth, at six times the cost).  A metadata partition keeps
-  ``emulator.quorum_codec``'s document here, in the same form.
+  ``emulator.quorum.codec``'s document here, in the same form.
 * ``waiting`` — UTF-8 JSON list of ``[seq, type, args]`` rows that arrived ahead of a gap.
 * ``generator`` — a workload partition's step generator (``emulator.workload.WorkloadGenerator``):
   the magic ``GENERATOR_LAYOUT``, then the LZ4 block of the JSON of ``WorkloadGenerator.to_document``:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from emulator.quorum import Quorum, QuorumOutcome
-from emulator.quorum_invariants import QuorumChecker
-from emulator.quorum_state import QuorumRole
-from emulator.quorum_steps import Deliver, ElectionTimeout, QuorumFetch, QuorumStep
-from emulator.quorum_variants import KRAFT853, QuorumVariant
+from emulator.quorum.invariants import QuorumChecker
+from emulator.quorum.model import Quorum, QuorumOutcome
+from emulator.quorum.state import QuorumRole
+from emulator.quorum.steps import Deliver, ElectionTimeout, QuorumFetch, QuorumStep
+from emulator.quorum.variants import KRAFT853, QuorumVariant
 
 
 class Run:

@@ -15,7 +15,7 @@ import pytest
 import replemu
 from conftest import ROOT
 from conftest import replemu as cli
-from emulator.quorum_run import QuorumScenario
+from emulator.quorum.run import QuorumScenario
 
 PACKAGE_DIR = ROOT / "replemu" / "scenarios"
 MINE = "name: mine\nreplicas: [1]\nsteps:\n  - elect: {leader: 1}\n  - produce: {value: x}\n"

@@ -258,7 +258,7 @@ def test_stream_protocol_all_is_every_variant_of_the_inputs_family(tmp_path):
 
     from conftest import ROOT, env_without_java
     from emulator import VARIANT_NAMES
-    from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+    from emulator.quorum.variants import QUORUM_VARIANT_NAMES
     from replemu.compile import compile_scenarios
     from replemu.stream import all_protocols
 

@@ -140,11 +140,11 @@ def test_help_mentions_no_path_outside_the_repository():
 
 
 def test_the_quorum_knob_section_is_the_generated_table():
-    from emulator.quorum_variants import quorum_knobs_markdown
+    from emulator.quorum.variants import quorum_knobs_markdown
 
     text = (ROOT / "docs" / "quorum.md").read_text(encoding="utf-8")
     begin, end = "<!-- quorum-knobs:begin -->\n", "<!-- quorum-knobs:end -->"
     assert text.count(begin) == 1 and text.count(end) == 1, "exactly one quorum-knobs:begin / quorum-knobs:end pair"
     assert text[text.index(begin) + len(begin):text.index(end)] == quorum_knobs_markdown(), (
-        "regenerate with: python -c \"from emulator.quorum_variants import quorum_knobs_markdown; print(quorum_knobs_markdown(), end='')\""
+        "regenerate with: python -c \"from emulator.quorum.variants import quorum_knobs_markdown; print(quorum_knobs_markdown(), end='')\""
     )

@@ -9,8 +9,8 @@ import pytest
 
 from emulator.config import Config
 from emulator.explore import Bounds, Space
-from emulator.quorum_explore import QuorumBounds, QuorumSpace
-from emulator.quorum_variants import quorum_variant_named
+from emulator.quorum.explore import QuorumBounds, QuorumSpace
+from emulator.quorum.variants import quorum_variant_named
 from emulator.run import effective_variant
 from emulator.search import search_local
 from emulator.steps import QuorumStepKind, StepKind

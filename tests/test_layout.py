@@ -295,7 +295,7 @@ def test_every_step_kind_has_a_spec_a_dataclass_and_a_handler():
 
 
 def test_the_docs_step_table_is_generated_from_the_code():
-    from emulator.quorum_steps import all_steps_markdown
+    from emulator.quorum.steps import all_steps_markdown
 
     assert (ROOT / "docs" / "steps.md").read_text() == all_steps_markdown(), "regenerate with: replemu steps > docs/steps.md"
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from conftest import ROOT, replemu
-from emulator.quorum_run import parse_quorum_scenario, quorum_scenario_document
-from emulator.quorum_steps import parse_quorum_step, quorum_step_to_dict
+from emulator.quorum.run import parse_quorum_scenario, quorum_scenario_document
+from emulator.quorum.steps import parse_quorum_step, quorum_step_to_dict
 from replemu.campaign import breaks, shrink
 from scenario_io.yaml_files import load_any_scenario
 
@@ -82,9 +82,9 @@ def test_a_bad_quorum_file_to_shrink_names_the_file_and_step(tmp_path):
 
 import json  # noqa: E402
 
-from emulator.quorum_run import run_quorum_scenario  # noqa: E402
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES  # noqa: E402
-from emulator.quorum_workload import generate_quorum_scenario  # noqa: E402
+from emulator.quorum.run import run_quorum_scenario  # noqa: E402
+from emulator.quorum.variants import QUORUM_VARIANT_NAMES  # noqa: E402
+from emulator.quorum.workload import generate_quorum_scenario  # noqa: E402
 from replemu.campaign import run_campaign  # noqa: E402
 from scenario_io.yaml_files import write_scenario  # noqa: E402
 

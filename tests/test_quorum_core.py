@@ -1,4 +1,4 @@
-"""Unit tests of the metadata quorum's rules (emulator/quorum.py) and the thesis membership-change bug."""
+"""Unit tests of the metadata quorum's rules (emulator/quorum/model.py) and the thesis membership-change bug."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from emulator.quorum_state import ControlType, QuorumRole
-from emulator.quorum_steps import (
+from emulator.quorum.state import ControlType, QuorumRole
+from emulator.quorum.steps import (
     QUORUM_STEP_TABLE,
     AddVoter,
     Append,
@@ -19,7 +19,7 @@ from emulator.quorum_steps import (
     RemoveVoter,
     parse_quorum_step,
 )
-from emulator.quorum_variants import KRAFT595, KRAFT853, KRAFT996, QUORUM_KNOBS
+from emulator.quorum.variants import KRAFT595, KRAFT853, KRAFT996, QUORUM_KNOBS
 from emulator.scenario import StepRefused
 from emulator.steps import StepError
 from quorum_helpers import Run
@@ -72,7 +72,7 @@ def test_follower_truncates_to_the_diverging_epoch():
     r(Append("b"))
     r(QuorumRestart(1))
     r.exchange(2, 1)  # 2's BeginQuorumEpoch, sent when it was elected, was lost with the crash; resend
-    from emulator.quorum_steps import BeginQuorumEpoch
+    from emulator.quorum.steps import BeginQuorumEpoch
     r(BeginQuorumEpoch(2, 1))
     r.exchange(2, 1)
     assert r.s(1).role is QuorumRole.FOLLOWER and r.s(1).leader == 2

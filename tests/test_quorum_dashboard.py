@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, replemu
-from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES
+from emulator.quorum.invariants import QUORUM_INVARIANT_NAMES
 from replemu.dashboard import logs_at
 
 THESIS = ROOT / "conf" / "scenarios" / "quorum" / "thesis-membership-change.yaml"

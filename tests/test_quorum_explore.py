@@ -1,4 +1,4 @@
-"""``replemu explore`` of the metadata quorum (emulator/quorum_explore.py, docs/explore.md "The metadata
+"""``replemu explore`` of the metadata quorum (emulator/quorum/explore.py, docs/explore.md "The metadata
 quorum"): the rule-off search finds the thesis bug and its written file replays with ``--check``; the
 rule-on search of a small space ends with no new state and no violation; KIP-996's claim holds under
 kraft996 and breaks under kraft853; two runs give the same output; bad flags exit 2; the engine the
@@ -13,7 +13,7 @@ import marshal
 import pytest
 
 from emulator import search as engine
-from emulator.quorum_explore import (
+from emulator.quorum.explore import (
     CODE_OF_KIND,
     STABLE_LEADER,
     QuorumBounds,
@@ -25,8 +25,8 @@ from emulator.quorum_explore import (
     root,
     take,
 )
-from emulator.quorum_steps import QUORUM_STEP_TABLE, QuorumStepKind
-from emulator.quorum_variants import KRAFT853, quorum_variant_named
+from emulator.quorum.steps import QUORUM_STEP_TABLE, QuorumStepKind
+from emulator.quorum.variants import KRAFT853, quorum_variant_named
 from emulator.search import MARSHAL_VERSION, search_local
 from replemu.cli import main
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.quorum_state import ElectionState, QuorumRole, VoteRequest
-from emulator.quorum_steps import (
+from emulator.quorum.state import ElectionState, QuorumRole, VoteRequest
+from emulator.quorum.steps import (
     AddVoter,
     Append,
     Deliver,
@@ -21,7 +21,7 @@ from emulator.quorum_steps import (
     RemoveVoter,
     Resign,
 )
-from emulator.quorum_variants import KRAFT595
+from emulator.quorum.variants import KRAFT595
 from emulator.scenario import StepRefused
 from quorum_helpers import Run, leader_with_hw
 
@@ -146,7 +146,7 @@ def test_leader_immediately_sends_diverging_epoch():
     """KafkaRaftClientTest.testLeaderImmediatelySendsDivergingEpoch (3.9.0): a fetch whose last fetched
     epoch ends earlier on the leader is answered at once with the diverging epoch and end offset."""
     r = leader_with_hw()
-    r.q._send(2, 1, __import__("emulator.quorum_state", fromlist=["FetchRequest"]).FetchRequest((2, 1), 1, 5, 1))
+    r.q._send(2, 1, __import__("emulator.quorum.state", fromlist=["FetchRequest"]).FetchRequest((2, 1), 1, 5, 1))
     r(Deliver(2, 1))
     resp = r.q.messages(1, 2)[-1]
     assert (resp.error, resp.diverging_epoch, resp.diverging_end_offset, resp.records) == ("NONE", 1, 2, ())
@@ -157,7 +157,7 @@ def test_retry_election():
     its next election timeout campaigns in the next epoch."""
     r = Run()
     for v in (2, 3):
-        r.s(v).log.append(__import__("emulator.quorum_state", fromlist=["QuorumRecord"]).QuorumRecord(5, "x"))
+        r.s(v).log.append(__import__("emulator.quorum.state", fromlist=["QuorumRecord"]).QuorumRecord(5, "x"))
     r(ElectionTimeout(1))
     r.exchange(1, 2), r.exchange(1, 3)
     assert r.s(1).backing_off and r.s(1).role is QuorumRole.CANDIDATE

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.quorum_state import (
+from emulator.quorum.state import (
     BeginQuorumEpochRequest,
     ElectionState,
     EndQuorumEpochRequest,
@@ -18,7 +18,7 @@ from emulator.quorum_state import (
     QuorumRole,
     VoteRequest,
 )
-from emulator.quorum_steps import (
+from emulator.quorum.steps import (
     Append,
     BeginQuorumEpoch,
     CheckQuorum,
@@ -34,7 +34,7 @@ from emulator.quorum_steps import (
     Shutdown,
     ShutdownTimeout,
 )
-from emulator.quorum_variants import KRAFT595, KRAFT853, KRAFT996
+from emulator.quorum.variants import KRAFT595, KRAFT853, KRAFT996
 from emulator.scenario import StepRefused
 from quorum_helpers import Run, leader_with_hw
 
@@ -302,8 +302,8 @@ def test_a_lone_voters_start_survives_the_state_document():
     before its first step still reports the lone voter's election with that step."""
     import json
 
-    from emulator.quorum_codec import quorum_from_document, quorum_to_document
-    from emulator.quorum_invariants import QuorumChecker
+    from emulator.quorum.codec import quorum_from_document, quorum_to_document
+    from emulator.quorum.invariants import QuorumChecker
 
     q = Run((1,)).q
     doc = json.loads(json.dumps(quorum_to_document(q, QuorumChecker())))
@@ -383,7 +383,7 @@ def test_election_timeout_after_user_initiated_resign():
     """KafkaRaftClientTest.testElectionTimeoutAfterUserInitiatedResign (3.9.0): the resigned leader sends
     EndQuorumEpoch (acknowledged), answers a Fetch NOT_LEADER_OR_FOLLOWER naming itself, and its election
     timeout makes it candidate in epoch + 1 with no leader."""
-    from emulator.quorum_state import FetchRequest
+    from emulator.quorum.state import FetchRequest
 
     r = leader_with_hw((1, 2), (3,))
     epoch = r.s(1).epoch
@@ -505,7 +505,7 @@ def test_handle_pre_vote_request_as_follower_observer():
     the leader grants a pre-vote with an up-to-date log until it has fetched from the leader in this epoch,
     and stays a follower and an observer.  Observer 4 is added (AddRaftVoter) but has not fetched the
     VotersRecord; voter 2, which has, pre-votes to it."""
-    from emulator.quorum_steps import AddVoter
+    from emulator.quorum.steps import AddVoter
 
     for fetched in (True, False):
         r = leader_with_hw((1, 2, 3), (4,), variant=KRAFT996)
@@ -616,7 +616,7 @@ def test_candidate_shutting_down_resigns_once_elected():
 
 def _moved(r, sid):
     """``sid`` stops, gets new listeners and starts again (a follower of the leader its file names)."""
-    from emulator.quorum_steps import ChangeListeners
+    from emulator.quorum.steps import ChangeListeners
 
     r(QuorumCrash(sid), ChangeListeners(sid))
     assert r.s(sid).listeners == 2 and r.s(sid).voter_node_needs_update() is r.s(sid).is_voter()
@@ -626,7 +626,7 @@ def test_update_voter():
     """KafkaRaftClientReconfigTest.testUpdateVoter (3.9.0): with a high watermark, the leader answers a
     voter's UpdateRaftVoter NONE at once, without committing the VotersRecord it appended (the voter's new
     listeners); the voter is still a voter of the latest set."""
-    from emulator.quorum_steps import UpdateVoter
+    from emulator.quorum.steps import UpdateVoter
 
     r = leader_with_hw((1, 2))
     _moved(r, 2)
@@ -672,7 +672,7 @@ def test_new_leader_writes_its_changed_listeners_at_epoch_start():
 def test_update_voter_old_epoch():
     """KafkaRaftClientReconfigTest.testUpdateVoterOldEpoch (3.9.0; validateLeaderOnlyRequest): the leader of
     epoch 2 answers an UpdateRaftVoter of epoch 1 FENCED_LEADER_EPOCH; the voter follows it in epoch 2."""
-    from emulator.quorum_steps import UpdateVoter
+    from emulator.quorum.steps import UpdateVoter
 
     r = leader_with_hw((1, 2, 3))
     _moved(r, 2)
@@ -689,7 +689,7 @@ def test_update_voter_old_epoch():
 def test_update_voter_to_not_leader():
     """KafkaRaftClientReconfigTest.testUpdateVoterToNotLeader (3.9.0): a server of that epoch that does not
     lead it (here the leader resigned while the request was in flight) answers NOT_LEADER_OR_FOLLOWER."""
-    from emulator.quorum_steps import UpdateVoter
+    from emulator.quorum.steps import UpdateVoter
 
     r = leader_with_hw((1, 2))
     _moved(r, 2)
@@ -700,7 +700,7 @@ def test_update_voter_to_not_leader():
 def test_update_voter_without_fenced_previous_leaders():
     """KafkaRaftClientReconfigTest.testUpdateVoterWithoutFencedPreviousLeaders (3.9.0): a new leader without a
     high watermark yet answers REQUEST_TIMED_OUT."""
-    from emulator.quorum_steps import UpdateVoter
+    from emulator.quorum.steps import UpdateVoter
 
     r = Run((1, 2, 3))
     _moved(r, 2)
@@ -713,7 +713,7 @@ def test_update_voter_without_fenced_previous_leaders():
 def test_update_voter_with_none_voter_id():
     """KafkaRaftClientReconfigTest.testUpdateVoterWithNoneVoterId (3.9.0; VoterSet.updateVoter empty): a voter
     removed by a committed VotersRecord it never fetched asks for its update: VOTER_NOT_FOUND."""
-    from emulator.quorum_steps import UpdateVoter
+    from emulator.quorum.steps import UpdateVoter
 
     r = _removed_voter_3()
     _moved(r, 3)
@@ -725,7 +725,7 @@ def test_update_voter_with_none_voter_id():
 def test_update_voter_with_pending_add_voter():
     """KafkaRaftClientReconfigTest.testUpdateVoterWithPendingAddVoter (3.9.0; isOperationPending): while an
     AddRaftVoter waits for its commit, UpdateRaftVoter is answered REQUEST_TIMED_OUT."""
-    from emulator.quorum_steps import AddVoter, UpdateVoter
+    from emulator.quorum.steps import AddVoter, UpdateVoter
 
     r = leader_with_hw((1, 2, 3), (4,))
     _moved(r, 2)
@@ -741,8 +741,8 @@ def test_follower_sends_update_voter_only_when_different():
     (3.9.0 pollFollowerAsVoter): at its update-voter period a follower whose node in the voter set differs
     sends UpdateRaftVoter (its key, epoch, listeners), and fetches again after the answer; one whose node
     is the same fetches; under kraft.version 0 (static voters) it always fetches."""
-    from emulator.quorum_state import FetchRequest, UpdateVoterRequest
-    from emulator.quorum_steps import UpdateVoter
+    from emulator.quorum.state import FetchRequest, UpdateVoterRequest
+    from emulator.quorum.steps import UpdateVoter
 
     r = leader_with_hw((1, 2, 3))
     r(UpdateVoter(3))
@@ -767,7 +767,7 @@ def test_update_voter_response_causes_epoch_change():
     """KafkaRaftClientReconfigTest.testUpdateVoterResponseCausesEpochChange (3.9.0 handleUpdateVoterResponse ->
     maybeHandleCommonResponse): the answer names a newer epoch and leader (here 1 answers FENCED_LEADER_EPOCH,
     having voted 3 in epoch 2); the voter follows 3 in epoch 2 and its next Fetch goes to 3."""
-    from emulator.quorum_steps import UpdateVoter
+    from emulator.quorum.steps import UpdateVoter
 
     r = leader_with_hw((1, 2, 3))
     _moved(r, 2)

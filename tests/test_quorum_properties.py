@@ -1,6 +1,6 @@
 """What must hold in every metadata-quorum preset, over generated runs (docs/quorum.md).
 
-The generator is the quorum campaign's (``emulator.quorum_workload.generate_quorum_scenario``: a
+The generator is the quorum campaign's (``emulator.quorum.workload.generate_quorum_scenario``: a
 random walk over ``QUORUM_STEP_TABLE`` from one seed, every step one the protocol takes); here
 hypothesis draws the seed, the scenario number and the preset, with the reconfiguration rule on
 (each preset's own setting). After every step:
@@ -22,12 +22,12 @@ from typing import Iterator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulator.quorum import Quorum
-from emulator.quorum_invariants import QuorumChecker
-from emulator.quorum_run import parse_quorum_scenario
-from emulator.quorum_state import QuorumRole
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES, quorum_variant_named
-from emulator.quorum_workload import generate_quorum_scenario
+from emulator.quorum.invariants import QuorumChecker
+from emulator.quorum.model import Quorum
+from emulator.quorum.run import parse_quorum_scenario
+from emulator.quorum.state import QuorumRole
+from emulator.quorum.variants import QUORUM_VARIANT_NAMES, quorum_variant_named
+from emulator.quorum.workload import generate_quorum_scenario
 
 
 def walk(seed: int, k: int, protocol: str) -> Iterator[tuple[int, Quorum, list[tuple[str, str]], int]]:

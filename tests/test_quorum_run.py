@@ -151,7 +151,7 @@ steps:
 
 
 def test_a_leader_that_removed_itself_still_holds_what_was_committed():
-    from emulator.quorum_run import parse_quorum_scenario, run_quorum_scenario
+    from emulator.quorum.run import parse_quorum_scenario, run_quorum_scenario
 
     doc = yaml.safe_load(SELF_REMOVAL)
     result = run_quorum_scenario(parse_quorum_scenario(doc), "kraft853")

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import BUNDLED, output_rows, replemu
-from emulator.quorum import Quorum
-from emulator.quorum_codec import quorum_from_document, quorum_to_document
-from emulator.quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
-from emulator.quorum_run import run_quorum_scenario
-from emulator.quorum_variants import quorum_variant_named
+from emulator.quorum.codec import quorum_from_document, quorum_to_document
+from emulator.quorum.invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
+from emulator.quorum.model import Quorum
+from emulator.quorum.run import run_quorum_scenario
+from emulator.quorum.variants import quorum_variant_named
 from scenario_io.yaml_files import load_any_scenario
 from streaming.events import quorum_scenario_rows, write_event_files
 from streaming.processor import process_batch, stream_protocol

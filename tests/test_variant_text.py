@@ -1,5 +1,5 @@
 """Text that names the protocol variants tells the truth about the variant table
-(``emulator.VARIANT_NAMES``, ``emulator.quorum_variants.QUORUM_VARIANT_NAMES``).
+(``emulator.VARIANT_NAMES``, ``emulator.quorum.variants.QUORUM_VARIANT_NAMES``).
 
 The project's rule is that such text is generated from the table; where prose names variants by
 hand, this test holds it to the table: no name the table lacks; a list offered as every choice
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from emulator import VARIANT_NAMES
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from emulator.quorum.variants import QUORUM_VARIANT_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITION, QUORUM = set(VARIANT_NAMES), set(QUORUM_VARIANT_NAMES)

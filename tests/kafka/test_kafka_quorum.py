@@ -32,7 +32,7 @@ from kafka_files import (
     run_check,
 )
 
-from emulator.quorum_variants import QUORUM_VARIANT_NAMES
+from emulator.quorum.variants import QUORUM_VARIANT_NAMES
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

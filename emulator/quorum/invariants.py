@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .quorum import Quorum, QuorumOutcome
-from .quorum_state import (
+from .model import Quorum, QuorumOutcome
+from .state import (
     HighWatermarkAdvanced,
     QuorumRecord,
     QuorumRole,

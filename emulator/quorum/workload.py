@@ -14,10 +14,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from .quorum import Quorum
-from .quorum_steps import QUORUM_STEP_TABLE, QuorumStepKind
-from .quorum_variants import QUORUM_VARIANT_TABLE
-from .step_table import StepRefused
+from ..step_table import StepRefused
+from .model import Quorum
+from .steps import QUORUM_STEP_TABLE, QuorumStepKind
+from .variants import QUORUM_VARIANT_TABLE
 
 ATTEMPTS = 20
 # how often each step kind is drawn: messages move most of the time
@@ -61,7 +61,7 @@ def _draw_step(rng: random.Random, q: Quorum, servers: list[int], kinds: list[Qu
 
 def generate_quorum_scenario(seed: int, k: int, protocol: str, knobs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Scenario ``k`` of campaign ``seed`` under the quorum preset ``protocol`` (its knobs, then
-    ``knobs``), as a scenario document (``emulator.quorum_run.parse_quorum_scenario`` reads it)."""
+    ``knobs``), as a scenario document (``emulator.quorum.run.parse_quorum_scenario`` reads it)."""
     rng = quorum_stream(seed, k)
     n_voters = rng.choice((3, 3, 4, 5))
     voters = list(range(1, n_voters + 1))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple, Union
 
-from .epoch_cache import LeaderEpochCache
+from ..epoch_cache import LeaderEpochCache
 
 ReplicaKey = tuple[int, Union[int, None]]  # (node id, directory id); None: static voters have no directory id
 

@@ -8,8 +8,8 @@ are explicit: a step that sends a request (``election_timeout``, ``fetch``, ``be
 response in flight on the reverse link; ``drop`` loses it.  So a search can reorder and lose every
 request and every response.
 
-Every engine reads this table: ``replemu run``, the stream (``streaming.quorum_stream``), ``replemu
-explore`` (``emulator.quorum_explore``), shrink and the dashboard.
+Every engine reads this table: ``replemu run``, the stream (``emulator.quorum.stream``), ``replemu
+explore`` (``emulator.quorum.explore``), shrink and the dashboard.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Union
 
-from .step_table import Arg, ArgType, CrashMode, StepSpec, StepTable
-from .steps import steps_markdown
+from ..step_table import Arg, ArgType, CrashMode, StepSpec, StepTable
+from ..steps import steps_markdown
 
 
 class QuorumStepKind(str, Enum):

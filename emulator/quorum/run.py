@@ -21,21 +21,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bounds import MAX_REPLICAS, PROGRESS_EVERY, short_repr
-from .quorum import Quorum
-from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
-from .quorum_state import ControlType, QuorumRecord, QuorumRole, Server
-from .quorum_steps import QUORUM_STEP_TABLE, QuorumStep
-from .quorum_variants import (
+from ..bounds import MAX_REPLICAS, PROGRESS_EVERY, short_repr
+from ..result import not_expressible_result
+from ..scenario import NAME_PATTERN
+from ..step_table import ScenarioError, StepError, StepRefused, is_int
+from ..variant_table import KnobError
+from .invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
+from .model import Quorum
+from .state import ControlType, QuorumRecord, QuorumRole, Server
+from .steps import QUORUM_STEP_TABLE, QuorumStep
+from .variants import (
     QUORUM_KNOB_TABLE,
     QUORUM_VARIANT_NAMES,
     QUORUM_VARIANT_TABLE,
     QuorumVariant,
 )
-from .result import not_expressible_result
-from .scenario import NAME_PATTERN
-from .step_table import ScenarioError, StepError, StepRefused, is_int
-from .variant_table import KnobError
 
 TOP_KEYS = ("name", "description", "voters", "observers", "knobs", "steps", "expect")
 EXPECT_KEYS = ("violations", "leader", "errors", "servers")

@@ -6,7 +6,7 @@ Breadth-first over ``Quorum`` states, each distinct state expanded once, every q
 path found kept: one of the shortest, the smallest in code order.  The engine is the partition
 family's, ``emulator.search``; this module is the quorum's side of it: the alphabet, the bounds,
 the canonical encoding, the actions, and ``QuorumSpace``, the engine's hooks on them (what the
-family says of a search, for ``emulator.quorum_family``, at the end).
+family says of a search, for ``emulator.quorum.family``, at the end).
 
 Raw message-level interleaving explodes, so an edge is a *coarse action* in the manner of the
 TLA+ specifications (Vanlightly/kafka-tlaplus ``kraft/kip_853``, ``kraft/kip_996``): an election
@@ -27,11 +27,21 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from .epoch_cache import LeaderEpochCache
-from .quorum import Quorum
-from .quorum_invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
-from .quorum_run import parse_quorum_scenario, run_quorum_scenario
-from .quorum_state import (
+from ..epoch_cache import LeaderEpochCache
+from ..search import SEPARATOR, Counters, ExploreError, SearchBounds, SearchSpace
+from ..search_command import (
+    Counterexample,
+    SearchOption,
+    counterexample_name,
+    knob_flags,
+    parse_alphabet,
+    parse_until,
+)
+from ..step_table import CrashMode, StepRefused
+from .invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
+from .model import Quorum
+from .run import parse_quorum_scenario, run_quorum_scenario
+from .state import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     ControlType,
@@ -53,7 +63,7 @@ from .quorum_state import (
     VoteResponse,
     VotersAppended,
 )
-from .quorum_steps import (
+from .steps import (
     QUORUM_STEP_TABLE,
     AddVoter,
     Append,
@@ -75,17 +85,7 @@ from .quorum_steps import (
     ShutdownTimeout,
     UpdateVoter,
 )
-from .quorum_variants import QuorumVariant, quorum_variant_named
-from .search import SEPARATOR, Counters, ExploreError, SearchBounds, SearchSpace
-from .search_command import (
-    Counterexample,
-    SearchOption,
-    counterexample_name,
-    knob_flags,
-    parse_alphabet,
-    parse_until,
-)
-from .step_table import CrashMode, StepRefused
+from .variants import QuorumVariant, quorum_variant_named
 
 QUORUM_STATE_ENCODING = 1  # the layout of ``canonical``'s tuple, which a work directory records
 
@@ -747,7 +747,7 @@ def step_document(step: QuorumStep) -> dict[str, Any]:
     return {step.kind.value: args}
 
 
-# -- what the quorum family says of a search (``emulator.quorum_family``) --------------------------
+# -- what the quorum family says of a search (``emulator.quorum.family``) --------------------------
 
 # The flags of ``replemu explore`` a quorum search takes, with their defaults (its levels are not
 # checkpointed: one process, no work directory, no Spark).

@@ -1,5 +1,5 @@
 """A metadata quorum's whole state as a JSON document, and back: what the stream keeps per
-metadata partition between micro-batches (``streaming.quorum_stream``), as ``emulator.state`` is
+metadata partition between micro-batches (``emulator.quorum.stream``), as ``emulator.state`` is
 for a partition's replay.
 
 ``quorum_to_document(quorum, checker)`` holds every server (role, epoch, vote, log, epoch cache,
@@ -22,11 +22,11 @@ from collections import deque
 from enum import Enum
 from typing import Any
 
-from . import quorum_state
-from .epoch_cache import LeaderEpochCache
-from .quorum import Quorum, QuorumOutcome
-from .quorum_invariants import QuorumChecker
-from .quorum_variants import QUORUM_KNOBS, QUORUM_VARIANTS
+from ..epoch_cache import LeaderEpochCache
+from . import state as quorum_state
+from .invariants import QuorumChecker
+from .model import Quorum, QuorumOutcome
+from .variants import QUORUM_KNOBS, QUORUM_VARIANTS
 
 QUORUM_DOCUMENT_VERSION = 1
 

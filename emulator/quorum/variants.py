@@ -2,7 +2,7 @@
 partition replication).
 
 ``QUORUM_KNOBS`` is the one table of the quorum's knobs, each with the Kafka version and code it
-comes from; the rules in ``emulator.quorum`` read only these knobs, never a preset's name.
+comes from; the rules in ``emulator.quorum.model`` read only these knobs, never a preset's name.
 
 * ``kraft595`` -- KIP-595, Kafka 3.x before 3.9: a static voter set (``controller.quorum.voters``),
   voters known by id only, no ``VotersRecord``, no AddRaftVoter / RemoveRaftVoter.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .variant_table import Knob, KnobTable, Variant, VariantTable
+from ..variant_table import Knob, KnobTable, Variant, VariantTable
 
 _QUORUM_KNOBS = (
     Knob("dynamic_voters", (False, True),

@@ -1,6 +1,6 @@
 """The KRaft metadata quorum (KIP-595, KIP-853, KIP-996): one ``__cluster_metadata-0`` partition
 replicated among servers by Kafka's Raft, as a deterministic state machine stepped by the steps
-of ``emulator.quorum_steps``.
+of ``emulator.quorum.steps``.
 
 ``Quorum.apply(step)`` returns a ``QuorumOutcome``: Kafka's error answers are recorded, never
 raised; a step the protocol cannot take (a delivery on a link with nothing in flight, an election
@@ -21,8 +21,9 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
-from .quorum_state import (
+from ..epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
+from ..step_table import CrashMode, StepRefused
+from .state import (
     BecameLeader,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -51,7 +52,7 @@ from .quorum_state import (
     is_voter_key,
     majority,
 )
-from .quorum_steps import (
+from .steps import (
     AddVoter,
     Append,
     BeginQuorumEpoch,
@@ -71,8 +72,7 @@ from .quorum_steps import (
     ShutdownTimeout,
     UpdateVoter,
 )
-from .quorum_variants import KRAFT853, QuorumVariant
-from .step_table import CrashMode, StepRefused
+from .variants import KRAFT853, QuorumVariant
 
 NONE = "NONE"
 

@@ -1,13 +1,13 @@
 """What a metadata-quorum result shows people: ``replemu run``'s step table (servers' roles, epochs,
 LEO/HW), final logs and verdict, the ``--check`` comparison with a quorum ``expect`` block, and the
-dashboard's views of a ``--trace``.  ``emulator.quorum_family.QUORUM`` serves them to the engines."""
+dashboard's views of a ``--trace``.  ``emulator.quorum.family.QUORUM`` serves them to the engines."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .quorum_run import SERVER_FIELD_DEFAULTS
-from .report import log_ops, log_rows
+from ..report import log_ops, log_rows
+from .run import SERVER_FIELD_DEFAULTS
 
 # -- replemu run's human output ----------------------------------------------------------------------
 

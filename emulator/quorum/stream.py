@@ -1,4 +1,4 @@
-"""The metadata quorum in the stream (``emulator.quorum_family.QUORUM``'s stream hooks;
+"""The metadata quorum in the stream (``emulator.quorum.family.QUORUM``'s stream hooks;
 docs/quorum.md "Streaming"): one metadata partition (``__cluster_metadata``/N, one per compiled
 quorum scenario) is one more keyed state of the stream.
 
@@ -21,7 +21,7 @@ judged, and gives rows of the partition family's output kinds (``emulator.family
 * a step the protocol refuses is quarantined (``StreamRowError``): it consumes its ``seq`` and
   changes nothing.
 
-The state row is the partition's schema: ``core`` holds ``emulator.quorum_codec``'s document,
+The state row is the partition's schema: ``core`` holds ``emulator.quorum.codec``'s document,
 ``controller_leader`` / ``controller_epoch`` the newest leader and its epoch, ``violated`` the
 invariants broken so far.
 """
@@ -31,16 +31,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .family import StreamRowError, StreamRows
-from .partition_stream import PARTITION_HEADER_TYPE
-from .quorum import Quorum
-from .quorum_codec import quorum_from_document, quorum_to_document
-from .quorum_invariants import QuorumChecker
-from .quorum_run import parse_quorum_header, quorum_snapshot, record_cell
-from .quorum_steps import describe_quorum_step, parse_quorum_step
-from .quorum_variants import quorum_variant_named
-from .scenario import ScenarioError, StepRefused
-from .steps import StepError
+from ..family import StreamRowError, StreamRows
+from ..partition_stream import PARTITION_HEADER_TYPE
+from ..scenario import ScenarioError, StepRefused
+from ..steps import StepError
+from .codec import quorum_from_document, quorum_to_document
+from .invariants import QuorumChecker
+from .model import Quorum
+from .run import parse_quorum_header, quorum_snapshot, record_cell
+from .steps import describe_quorum_step, parse_quorum_step
+from .variants import quorum_variant_named
 
 QUORUM_HEADER_TYPE = "quorum"  # the ``type`` of a metadata partition's header row (seq 0)
 HEADER_KEYS = ("scenario", "voters", "observers", "knobs")

@@ -7,10 +7,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
-from . import partition_stream, quorum_explore, quorum_report, quorum_stream
-from .family import Family, StreamRows
-from .quorum_invariants import QUORUM_INVARIANT_NAMES
-from .quorum_run import (
+from .. import partition_stream
+from ..family import Family, StreamRows
+from ..result import ResultFormatError
+from ..search import SearchSpace
+from ..search_command import Counterexample, SearchOption
+from . import explore as quorum_explore
+from . import report as quorum_report
+from . import stream as quorum_stream
+from .invariants import QUORUM_INVARIANT_NAMES
+from .run import (
     QuorumScenario,
     is_quorum_document,
     parse_quorum_scenario,
@@ -18,18 +24,15 @@ from .quorum_run import (
     quorum_scenario_document,
     run_quorum_scenario,
 )
-from .quorum_steps import (
+from .steps import (
     QUORUM_STEP_TABLE,
     parse_quorum_step,
     quorum_step_to_dict,
 )
-from .quorum_variants import (
+from .variants import (
     QUORUM_VARIANT_TABLE,
 )
-from .quorum_workload import generate_quorum_scenario
-from .result import ResultFormatError
-from .search import SearchSpace
-from .search_command import Counterexample, SearchOption
+from .workload import generate_quorum_scenario
 
 
 class QuorumFamily(Family):
@@ -50,7 +53,7 @@ class QuorumFamily(Family):
     qualifier = "quorum "
     default_protocol = "kraft853"
     knobs_hint = " (its knobs: docs/quorum.md)"
-    campaign_walk = "quorum"  # emulator.quorum_workload's random walks (the partition profiles do not apply)
+    campaign_walk = "quorum"  # emulator.quorum.workload's random walks (the partition profiles do not apply)
 
     def run(self, scenario: Any, protocol: str, trace: bool = False, knobs: dict[str, Any] | None = None,
             refusal_as_result: bool = False, progress: Callable[[int, int], None] | None = None,
@@ -115,7 +118,7 @@ class QuorumFamily(Family):
 
     def generate_case(self, seed: int, k: int, profile: Any, protocol: str | None,
                       knobs: dict[str, Any] | None) -> dict[str, Any]:
-        """A random walk of a quorum of ``protocol`` (``emulator.quorum_workload``): every step one it takes."""
+        """A random walk of a quorum of ``protocol`` (``emulator.quorum.workload``): every step one it takes."""
         if protocol is None:
             raise ValueError("a metadata-quorum walk is drawn under a preset")
         return generate_quorum_scenario(seed, k, protocol, knobs)
