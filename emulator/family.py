@@ -61,7 +61,10 @@ STREAM_LOG = ("replica", "op", "offset", "epoch", "value")
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Family:
-    """One family of protocols (a base class: the families subclass it)."""
+    """One family of protocols (a base class: the families subclass it).  A subclass outside the
+    compiled core (a plug-in's, tests/toy_family.py) sets the data attributes below in its
+    ``__init__``: a class attribute of an interpreted subclass does not replace the default the
+    compiled base gives the instance."""
 
     # -- identity, variants, steps -----------------------------------------------------------------
     def __init__(self, name: str, title: str, docs: str, steps: Any, variants: Any) -> None:
