@@ -76,6 +76,15 @@ class Family:
         self.steps = steps
         self.variants = variants
 
+    def init_args(self) -> tuple[Any, ...]:
+        """What the family's class is built with again where it is unpickled (Spark ships the family
+        with a stream's state function and a search's spaces): the base's constructor arguments; a
+        subclass whose constructor takes others returns those (tests/toy_family.py: none)."""
+        return (self.name, self.title, self.docs, self.steps, self.variants)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return type(self), self.init_args()
+
     def variant_names(self) -> tuple[str, ...]:
         """The presets, in the family's order (``--protocol all`` runs them in this order)."""
         names: tuple[str, ...] = self.variants.names

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Generic, Iterator, Protocol, TypeVar
 
+from ._build import rebuilt
 from .bounds import INT32_MAX, INT64_MAX, short_repr
 
 
@@ -114,6 +115,9 @@ class Arg:
             return " or ".join(repr(c) for c in self.choices)
         return self.type.value
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)  # compiled, the default unpickling would set each field through the frozen __setattr__
+
 
 def arg_value(arg: Arg, value: Any, ids: tuple[int, ...]) -> Any:
     """One argument's YAML value checked against its type (``ids``: the servers a ``REPLICA`` may
@@ -190,6 +194,9 @@ class StepSpec:
     def arg_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.args)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)  # compiled, the default unpickling would set each field through the frozen __setattr__
+
 
 class HasKind(Protocol):
     """A step: a frozen dataclass whose ``kind`` names its row of the table."""
@@ -225,6 +232,11 @@ class StepTable(Generic[K, S]):
         self.what = what
         self.heading = heading
         self.describe_parts = describe_parts
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its constructor's arguments (a family's table travels with the family to
+        Spark's workers; compiled, the default unpickling would call the constructor bare)."""
+        return StepTable, (self.kind_type, tuple(self.specs.values()), self.what, self.heading, self.describe_parts)
 
     # -- read as a mapping of kind to spec
     def __getitem__(self, kind: K) -> StepSpec:

@@ -41,6 +41,9 @@ class Knob:
         shown = "true, false" if self.values == (False, True) else ", ".join(self.values)
         raise KnobError(f"knob {self.name}: {short_repr(text)} is not one of {shown}")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return rebuilt(self)  # compiled, the default unpickling would set each field through the frozen __setattr__
+
 
 class KnobTable:
     """One family's knobs, in their documented order, and the words its errors use: an unknown
@@ -54,6 +57,9 @@ class KnobTable:
         self.known = known
         self.listed = known if listed is None else listed
         self.sort_overrides = sort_overrides
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return KnobTable, (tuple(self.knobs.values()), self.noun, self.known, self.listed, self.sort_overrides)
 
     def check(self, variant: Any) -> None:
         """Every knob of ``variant`` holds one of its values (``KnobError`` naming the first that does not)."""
@@ -127,6 +133,9 @@ class VariantTable(Generic[V]):
         self.what = what
         for preset in presets:
             assert {f.name for f in fields(preset)} - {"name"} == set(self.knobs), f"{preset.name}: one field per knob"
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return VariantTable, (self.knob_table, tuple(self.presets.values()), self.what)
 
     def named(self, name: str, knobs: dict[str, Any] | None = None) -> V:
         """The preset ``name`` with ``knobs`` set (``ValueError`` / ``KnobError`` naming what is wrong)."""

@@ -712,16 +712,6 @@ def git(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(ROOT), *argv], capture_output=True, text=True)
 
 
-def extract(commit: str, into: Path) -> None:
-    into.mkdir(parents=True)
-    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", commit], stdout=subprocess.PIPE)
-    untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout)
-    assert archive.stdout is not None
-    archive.stdout.close()
-    if archive.wait() or untar.returncode:
-        raise SystemExit(f"same_outputs: could not extract {commit} with git archive")
-
-
 COPY_IGNORED = (".git", "__pycache__", ".venv", "*.so", "_compiled_from.txt", ".mypy_cache", ".pytest_cache",
                 ".ruff_cache", ".hypothesis", "*.egg-info")
 COPY_IGNORED_AT_TOP = ("build", "dist", "out")  # .gitignore's /build/, /dist/, /out/
@@ -783,8 +773,11 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="replemu-same-outputs-"))
     status = 2
     try:
+        # scripts/baseline.py: git archive, as the benchmarks extract their reference
+        from baseline import extract
+
         base, tree = work / "base", work / "tree"
-        extract(sha, base)
+        extract(sha, base, who="same_outputs")
         copy_tree(source, tree)
         (work / "runs").mkdir()
         check_tree("base", base, work)

@@ -75,7 +75,7 @@ KNOBS = KnobTable((Knob("durable", (False, True), "a crash keeps the register", 
                   "toy knob", "known: durable")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: an interpreted subclass of the compiled Variant keeps its fields in __dict__
 class ToyVariant(Variant):
     durable: bool
 
@@ -183,6 +183,9 @@ class ToyFamily(Family):
         self.cases_per_protocol, self.replica_dirs, self.max_table_steps = False, False, 1000
         self.search_owner, self.search_kind = "toy protocols", "a toy protocol"
         self.stream_header_type = "toy"
+
+    def init_args(self) -> tuple[Any, ...]:
+        return ()  # (its constructor takes none: how Spark's workers build it again)
 
     # invariants, scenarios (the variants and steps are the tables')
     def invariant_names(self) -> tuple[str, ...]:
