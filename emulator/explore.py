@@ -45,6 +45,7 @@ from .search_command import (
 )
 from .state import clone
 from .steps import (
+    STEP_TABLE,
     AlterPartition,
     CheckpointHw,
     ControllerRemove,
@@ -67,7 +68,6 @@ from .steps import (
     StepKind,
     Tick,
     Unfence,
-    step_to_dict,
 )
 from .variants import ProtocolVariant
 
@@ -512,5 +512,5 @@ def counterexample(space: Space, invariant: str, depth: int, path: str, knobs: d
                    f"replemu explore --replicas {len(space.replicas)} --depth {b.depth} --records {b.records} --epochs {b.epochs} "
                    f"--crashes {b.crashes} --power-crashes {b.power_crashes}. Search path: {path}")
     return Counterexample({"name": scenario.name, "description": description, "replicas": list(space.replicas),
-                           "config": config_to_dict(config), "steps": [step_to_dict(s) for s in steps],
+                           "config": config_to_dict(config), "steps": [STEP_TABLE.to_dict(s) for s in steps],
                            "expect": {protocol: {"violations": found}}})

@@ -17,7 +17,7 @@ from .run import Replay, run_scenario
 from .scenario import Scenario, parse_scenario
 from .search import SearchSpace
 from .search_command import Counterexample, SearchOption
-from .steps import STEP_TABLE, step_to_dict
+from .steps import STEP_TABLE
 from .variants import VARIANT_TABLE, variant_named
 from .workload import generate_partition
 
@@ -88,7 +88,7 @@ class PartitionFamily(Family):
             doc["brokers"] = list(s.broker_ids)
         if s.initial_state:
             doc["initial_state"] = s.initial_state
-        doc["steps"] = [step_to_dict(step) for step in s.steps]
+        doc["steps"] = [STEP_TABLE.to_dict(step) for step in s.steps]
         if expect:
             doc["expect"] = expect
         return doc
@@ -100,7 +100,7 @@ class PartitionFamily(Family):
     def simpler_steps(self, scenario: Any, step: Any) -> Iterator[Any]:
         """Each of ``to``, ``max_records``, ``acks``, ``unclean``, ``epoch`` dropped, a lost response
         delivered, a power loss a process crash, ``values`` its first value (parsed as tried)."""
-        (kind, args), = step_to_dict(step).items()
+        (kind, args), = STEP_TABLE.to_dict(step).items()
         simpler: list[dict[str, Any]] = []
         for key in ("to", "max_records", "acks", "unclean", "epoch"):
             if key in args:

@@ -26,7 +26,7 @@ from .result import compacted_prefix, state_snapshot
 from .run import Replay
 from .scenario import ScenarioError, parse_brokers, parse_partition, step_from_mapping
 from .state import from_document, to_document
-from .steps import describe_step
+from .steps import STEP_TABLE
 
 PARTITION_HEADER_TYPE = "partition"  # the ``type`` of a partition's header row (seq 0)
 HEADER_KEYS = ("scenario", "replicas", "brokers", "config")  # brokers: optional, as a scenario file's
@@ -56,14 +56,14 @@ def start_replay(header: tuple[tuple[int, ...], Any, tuple[int, ...]], variant: 
 
 
 def parse_step_row(where: str, seq: int, kind: Any, args_json: str, ids: tuple[int, ...]) -> tuple[Any, str]:
-    """``(step, describe_step(step))`` of one event row; ``StreamRowError`` (the scenario's
+    """``(step, STEP_TABLE.describe(step))`` of one event row; ``StreamRowError`` (the scenario's
     message) for a step the table refuses, ``ValueError`` / ``RecursionError`` for args not JSON."""
     args = json.loads(args_json)
     try:
         step = step_from_mapping(where, seq, {kind: args}, ids)
     except ScenarioError as exc:
         raise StreamRowError(str(exc)) from None
-    return step, describe_step(step)
+    return step, STEP_TABLE.describe(step)
 
 
 def _int_list_json(values: tuple[int, ...]) -> str:

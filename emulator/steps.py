@@ -364,10 +364,6 @@ STEP_TABLE: StepTable[StepKind, Step] = StepTable(StepKind, (
 STEP_KINDS: tuple[str, ...] = STEP_TABLE.kinds
 
 
-# The table's methods by their former names (other packages still call them; issue 48 removes them).
-parse_step = STEP_TABLE.parse
-step_to_dict = STEP_TABLE.to_dict
-describe_step = STEP_TABLE.describe
 
 HEADER = ("# Step kinds\n\nGenerated from `emulator/steps.py` (`STEP_TABLE`) and `emulator/quorum/steps.py` "
           "(`QUORUM_STEP_TABLE`) by `replemu steps`; do not edit by hand.\n\n")

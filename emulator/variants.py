@@ -214,8 +214,4 @@ VARIANT_DOCS: dict[str, VariantDoc] = {
 assert tuple(VARIANT_DOCS) == VARIANT_NAMES
 
 
-# The tables' methods by their former names (other packages still call them; issue 48 removes them).
 variant_named = VARIANT_TABLE.named
-knob_overrides = VARIANT_TABLE.overrides
-parse_knob_assignments = KNOB_TABLE.parse_assignments
-knobs_markdown = VARIANT_TABLE.knobs_markdown

@@ -21,12 +21,8 @@ from typing import Callable, Sequence
 
 import emulator
 from emulator import VARIANT_NAMES
-from emulator.quorum.variants import (
-    QUORUM_KNOBS,
-    QUORUM_VARIANT_NAMES,
-    parse_quorum_knob_assignments,
-)
-from emulator.variants import KNOBS, KnobError, parse_knob_assignments
+from emulator.quorum.variants import QUORUM_KNOB_TABLE, QUORUM_KNOBS, QUORUM_VARIANT_NAMES
+from emulator.variants import KNOB_TABLE, KNOBS, KnobError
 from streaming.checkpoint import CHANGEABLE_IDENTITY
 from streaming.operators import DEFAULT_OPERATOR, OPERATOR_NAMES, STATEFUL_OPERATORS
 from streaming.session import SessionError
@@ -507,8 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if hasattr(args, "knob"):
         try:  # the metadata quorum's knobs (docs/quorum.md) apart: only ``replemu run`` of a quorum scenario takes them
-            args.quorum_knobs = parse_quorum_knob_assignments([t for t in args.knob if t.partition("=")[0].strip() in QUORUM_KNOBS])
-            args.knobs = parse_knob_assignments([t for t in args.knob if t.partition("=")[0].strip() not in QUORUM_KNOBS])
+            args.quorum_knobs = QUORUM_KNOB_TABLE.parse_assignments([t for t in args.knob if t.partition("=")[0].strip() in QUORUM_KNOBS])
+            args.knobs = KNOB_TABLE.parse_assignments([t for t in args.knob if t.partition("=")[0].strip() not in QUORUM_KNOBS])
         except KnobError as exc:
             return fail(f"replemu: error: {exc}")
     problem = _resolve_scenario_arguments(args)

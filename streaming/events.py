@@ -18,7 +18,7 @@ from pathlib import Path
 from emulator import families
 from emulator.config import config_to_dict
 from emulator.scenario import Scenario
-from emulator.steps import step_to_dict
+from emulator.steps import STEP_TABLE
 
 from .schemas import HEADER_TYPE, QUORUM_HEADER_TYPE, QUORUM_TOPIC, event_arrow_schema
 
@@ -38,7 +38,7 @@ def scenario_rows(s: Scenario) -> list[dict]:
     topic, partition = partition_key(s)
     rows = [header_row(s)]
     for seq, step in enumerate(s.steps, start=1):
-        (kind, args), = step_to_dict(step).items()
+        (kind, args), = STEP_TABLE.to_dict(step).items()
         rows.append({"topic": topic, "partition": partition, "seq": seq, "type": kind, "args": json.dumps(args)})
     return rows
 
@@ -47,12 +47,12 @@ def quorum_scenario_rows(s, partition: int = 0) -> list[dict]:
     """A metadata-quorum scenario (``emulator.quorum.run.QuorumScenario``) as the event rows of the
     metadata partition ``__cluster_metadata``/``partition``: the header (seq 0, type ``quorum``,
     args ``{"scenario", "voters", "observers", "knobs"}``), then its steps 1..N as in the file."""
-    from emulator.quorum.steps import quorum_step_to_dict
+    from emulator.quorum.steps import QUORUM_STEP_TABLE
 
     args = {"scenario": s.name, "voters": list(s.voters), "observers": list(s.observers), "knobs": dict(sorted(s.knobs.items()))}
     rows = [{"topic": QUORUM_TOPIC, "partition": partition, "seq": 0, "type": QUORUM_HEADER_TYPE, "args": json.dumps(args)}]
     for seq, step in enumerate(s.steps, start=1):
-        (kind, step_args), = quorum_step_to_dict(step).items()
+        (kind, step_args), = QUORUM_STEP_TABLE.to_dict(step).items()
         rows.append({"topic": QUORUM_TOPIC, "partition": partition, "seq": seq, "type": kind, "args": json.dumps(step_args)})
     return rows
 

@@ -39,6 +39,7 @@ from emulator import (
 )
 from emulator.replica import Role
 from emulator.steps import (
+    STEP_TABLE,
     AlterPartition,
     CheckpointHw,
     ControllerRemove,
@@ -56,9 +57,8 @@ from emulator.steps import (
     Step,
     Tick,
     Unfence,
-    parse_step,
 )
-from emulator.variants import knob_overrides
+from emulator.variants import VARIANT_TABLE
 
 GUARDS = frozenset({"HighWatermarkSanity", "LeaderInIsr", "UniqueLeaderPerEpoch", "OffsetMonotonicity"})
 
@@ -83,7 +83,7 @@ def variant_of(protocol: str | ProtocolVariant) -> ProtocolVariant:
 def run_variant(scenario: Scenario, protocol: str | ProtocolVariant, trace: bool = False) -> dict:
     """``run_scenario`` under a preset, or under a preset with knobs changed."""
     variant = variant_of(protocol)
-    return run_scenario(scenario, variant.name, trace=trace, knobs=knob_overrides(variant))
+    return run_scenario(scenario, variant.name, trace=trace, knobs=VARIANT_TABLE.overrides(variant))
 
 
 # -- the program builder ------------------------------------------------------------------------
@@ -474,7 +474,7 @@ class _Program:
     def wild_step(self) -> None:
         """One step with explicit arguments (leader, epoch, ISR, delivery list), valid or not."""
         (kind, args), = self.draw(any_step(list(self.p.assignment))).items()
-        self.apply(parse_step(kind, args, self.p.assignment))
+        self.apply(STEP_TABLE.parse(kind, args, self.p.assignment))
 
     def run(self, phases: int) -> None:
         self.apply(Elect())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from emulator.invariants import INVARIANT_NAMES, inputs_markdown
-from emulator.variants import KNOBS, knobs_markdown
+from emulator.variants import KNOBS, VARIANT_TABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTOCOL = ROOT / "docs" / "protocol.md"
@@ -60,8 +60,8 @@ def test_knob_section_is_the_generated_table():
     begin, end = "<!-- knobs:begin -->\n", "<!-- knobs:end -->"
     assert text.count(begin) == 1 and text.count(end) == 1, "exactly one knobs:begin / knobs:end pair"
     inside = text[text.index(begin) + len(begin):text.index(end)]
-    assert inside == knobs_markdown(), (
-        "regenerate with: python -c \"from emulator.variants import knobs_markdown; print(knobs_markdown(), end='')\""
+    assert inside == VARIANT_TABLE.knobs_markdown(), (
+        "regenerate with: python -c \"from emulator.variants import VARIANT_TABLE; print(VARIANT_TABLE.knobs_markdown(), end='')\""
     )
 
 
@@ -140,11 +140,11 @@ def test_help_mentions_no_path_outside_the_repository():
 
 
 def test_the_quorum_knob_section_is_the_generated_table():
-    from emulator.quorum.variants import quorum_knobs_markdown
+    from emulator.quorum.variants import QUORUM_VARIANT_TABLE
 
     text = (ROOT / "docs" / "quorum.md").read_text(encoding="utf-8")
     begin, end = "<!-- quorum-knobs:begin -->\n", "<!-- quorum-knobs:end -->"
     assert text.count(begin) == 1 and text.count(end) == 1, "exactly one quorum-knobs:begin / quorum-knobs:end pair"
-    assert text[text.index(begin) + len(begin):text.index(end)] == quorum_knobs_markdown(), (
-        "regenerate with: python -c \"from emulator.quorum.variants import quorum_knobs_markdown; print(quorum_knobs_markdown(), end='')\""
+    assert text[text.index(begin) + len(begin):text.index(end)] == QUORUM_VARIANT_TABLE.knobs_markdown(), (
+        "regenerate with: python -c \"from emulator.quorum.variants import QUORUM_VARIANT_TABLE; print(QUORUM_VARIANT_TABLE.knobs_markdown(), end='')\""
     )

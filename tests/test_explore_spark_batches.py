@@ -10,10 +10,11 @@ import pytest
 from emulator.config import Config
 from emulator.explore import Bounds, Space
 from emulator.quorum.explore import QuorumBounds, QuorumSpace
-from emulator.quorum.variants import quorum_variant_named
+from emulator.quorum.steps import QuorumStepKind
+from emulator.quorum.variants import QUORUM_VARIANT_TABLE
 from emulator.run import effective_variant
 from emulator.search import search_local
-from emulator.steps import QuorumStepKind, StepKind
+from emulator.steps import StepKind
 from streaming.explore import search_spark
 
 ALPHABET = (StepKind.ELECT, StepKind.PRODUCE, StepKind.FETCH, StepKind.CRASH, StepKind.RESTART)
@@ -70,7 +71,7 @@ def test_the_spark_engine_searches_a_metadata_quorum_as_the_local_engine_does(sp
     """The Spark engine runs any family's space (its hooks pickled to the executors): a quorum
     search, rule off, to the depth where ElectionSafety and LeaderCompleteness first break, gives
     the local engine's counts, transitions and shortest paths."""
-    rule_off = quorum_variant_named("kraft853", {"reconfig_requires_leader_epoch_commit": False})
+    rule_off = QUORUM_VARIANT_TABLE.named("kraft853", {"reconfig_requires_leader_epoch_commit": False})
     space = QuorumSpace((1, 2, 3, 4), (), rule_off, QuorumBounds(depth=3, epochs=3, appends=0, reconfigs=2),
                         (QuorumStepKind.ELECTION_TIMEOUT, QuorumStepKind.FETCH, QuorumStepKind.REMOVE_VOTER), stable=True,
                         prefix="K14 E3124 K31")

@@ -280,14 +280,14 @@ def test_type_checking_imports_are_not_arrows():
 
 def test_every_step_kind_has_a_spec_a_dataclass_and_a_handler():
     from emulator.partition import HANDLERS
-    from emulator.steps import STEP_TABLE, ArgType, StepKind, parse_step
+    from emulator.steps import STEP_TABLE, ArgType, StepKind
 
     assert set(STEP_TABLE) == set(StepKind) == set(HANDLERS)
     for kind, spec in STEP_TABLE.items():
         # The kind of a step, read on one (in the compiled core, the class attribute is a descriptor).
         least = {a.name: {ArgType.REPLICA: 1, ArgType.MILLIS: 0, ArgType.REPLICA_LIST: [1]}[a.type] for a in spec.args if a.required}
         one_of = {StepKind.PRODUCE: {"value": "v"}, StepKind.REASSIGN: {"cancel": True}}  # a cross-argument rule
-        step = parse_step(kind.value, {**least, **one_of.get(kind, {})}, (1,))
+        step = STEP_TABLE.parse(kind.value, {**least, **one_of.get(kind, {})}, (1,))
         assert type(step) is spec.cls and step.kind is kind
         fields = set(spec.cls.__dataclass_fields__) - {"kind"}  # compiled by mypyc, the kind is a field too
         # Every argument is a field of the step (produce's ``value`` is one of its ``values``).

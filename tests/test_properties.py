@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from emulator import VARIANT_NAMES, VARIANTS, Replay, parse_scenario
 from emulator.result import dumps
 from emulator.scenario import StepRefused
-from emulator.steps import step_to_dict
+from emulator.steps import STEP_TABLE
 from generators import (
     GUARDS,
     Distribution,
@@ -70,7 +70,7 @@ def replay_step_by_step(scenario, variant):
     for number, step in enumerate(scenario.steps, start=1):
         report = replay.apply(step)
         broken = [v for v in report.violations if v["invariant"] in GUARDS]
-        assert not broken, f"step {number} {step_to_dict(step)}: {broken}"
+        assert not broken, f"step {number} {STEP_TABLE.to_dict(step)}: {broken}"
     final = replay.finish()
     assert not [v for v in final if v["invariant"] in GUARDS], final
     return replay
@@ -201,7 +201,7 @@ def test_any_valid_scenario_replays_without_raising(scenario, protocol):
     trace = result["trace"]
     assert result["steps"] == len(scenario.steps) == len(trace)
     for number, (entry, step) in enumerate(zip(trace, scenario.steps), start=1):
-        assert entry["step"] == number and entry["event"] == step_to_dict(step)
+        assert entry["step"] == number and entry["event"] == STEP_TABLE.to_dict(step)
         for rid, r in entry["replicas"].items():
             assert [o for o, _, _ in r["log"]] == list(range(r["leo"])), f"step {number}: replica {rid}'s offsets"
             if r["alive"]:

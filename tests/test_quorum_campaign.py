@@ -11,7 +11,7 @@ import yaml
 
 from conftest import ROOT, replemu
 from emulator.quorum.run import parse_quorum_scenario, quorum_scenario_document
-from emulator.quorum.steps import parse_quorum_step, quorum_step_to_dict
+from emulator.quorum.steps import QUORUM_STEP_TABLE
 from replemu.campaign import breaks, shrink
 from scenario_io.yaml_files import load_any_scenario
 
@@ -23,8 +23,8 @@ SHRINK = ("shrink", str(THESIS), "--protocol", "kraft853", "--invariant", "Leade
 def test_a_quorum_scenario_document_reads_back_to_the_same_scenario():
     s = load_any_scenario(THESIS)
     for step in s.steps:
-        (kind, args), = quorum_step_to_dict(step).items()
-        assert parse_quorum_step(kind, args, s.servers) == step
+        (kind, args), = QUORUM_STEP_TABLE.to_dict(step).items()
+        assert QUORUM_STEP_TABLE.parse(kind, args, s.servers) == step
     again = parse_quorum_scenario(yaml.safe_load(yaml.safe_dump(quorum_scenario_document(s))), source=str(THESIS))
     assert (again.steps, again.voters, again.observers, again.knobs, again.expect) == (s.steps, s.voters, s.observers, s.knobs, {})
 

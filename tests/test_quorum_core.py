@@ -17,7 +17,6 @@ from emulator.quorum.steps import (
     QuorumCrash,
     QuorumRestart,
     RemoveVoter,
-    parse_quorum_step,
 )
 from emulator.quorum.variants import KRAFT595, KRAFT853, KRAFT996, QUORUM_KNOBS
 from emulator.scenario import StepRefused
@@ -28,11 +27,11 @@ from quorum_helpers import Run
 def test_every_quorum_step_kind_has_a_spec_and_parses():
     for kind, spec in QUORUM_STEP_TABLE.items():
         least = {a.name: ("v" if a.name == "value" else 1) for a in spec.args if a.required}
-        step = parse_quorum_step(kind.value, least, (1, 2))
+        step = QUORUM_STEP_TABLE.parse(kind.value, least, (1, 2))
         assert type(step) is spec.cls and step.kind is kind
         assert set(spec.arg_names) == set(spec.cls.__dataclass_fields__) - {"kind"}
     with pytest.raises(StepError, match="not one of"):
-        parse_quorum_step("crash", {"server": 9}, (1, 2))
+        QUORUM_STEP_TABLE.parse("crash", {"server": 9}, (1, 2))
 
 
 def test_presets_and_knobs():

@@ -26,7 +26,7 @@ from emulator.quorum.explore import (
     take,
 )
 from emulator.quorum.steps import QUORUM_STEP_TABLE, QuorumStepKind
-from emulator.quorum.variants import KRAFT853, quorum_variant_named
+from emulator.quorum.variants import KRAFT853, QUORUM_VARIANT_TABLE
 from emulator.search import MARSHAL_VERSION, search_local
 from replemu.cli import main
 
@@ -131,7 +131,7 @@ def test_bad_flags_exit_2_with_a_message(capsys, tmp_path, argv, message):
 
 
 def test_quorum_variants_route_to_the_quorum_search():
-    space = QuorumSpace((1, 2, 3), (), quorum_variant_named("kraft996"), QuorumBounds(epochs=1, appends=0, reconfigs=0))
+    space = QuorumSpace((1, 2, 3), (), QUORUM_VARIANT_TABLE.named("kraft996"), QuorumBounds(epochs=1, appends=0, reconfigs=0))
     outcome = search_local(space)
     assert outcome.exhausted and not outcome.violations
     assert QuorumStepKind.RESIGN not in space.alphabet
@@ -141,7 +141,7 @@ def test_the_engine_gives_a_quorum_search_the_same_result_with_workers_and_after
     """The one engine (``emulator.search``) on a quorum space, as on a partition's: levels expanded
     by forked workers, and a search stopped in the middle of a level then resumed from its work
     directory, give the one-process search's counts, transitions and shortest paths."""
-    rule_off = quorum_variant_named("kraft853", {"reconfig_requires_leader_epoch_commit": False})
+    rule_off = QUORUM_VARIANT_TABLE.named("kraft853", {"reconfig_requires_leader_epoch_commit": False})
     space = QuorumSpace((1, 2, 3, 4), (), rule_off, QuorumBounds(depth=3, epochs=3, appends=0, reconfigs=2),
                         (QuorumStepKind.ELECTION_TIMEOUT, QuorumStepKind.FETCH, QuorumStepKind.REMOVE_VOTER), stable=True,
                         prefix="K14 E3124 K31")  # THESIS's space, to the depth of its two violations

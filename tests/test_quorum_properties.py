@@ -26,7 +26,7 @@ from emulator.quorum.invariants import QuorumChecker
 from emulator.quorum.model import Quorum
 from emulator.quorum.run import parse_quorum_scenario
 from emulator.quorum.state import QuorumRole
-from emulator.quorum.variants import QUORUM_VARIANT_NAMES, quorum_variant_named
+from emulator.quorum.variants import QUORUM_VARIANT_NAMES, QUORUM_VARIANT_TABLE
 from emulator.quorum.workload import generate_quorum_scenario
 
 
@@ -34,7 +34,7 @@ def walk(seed: int, k: int, protocol: str) -> Iterator[tuple[int, Quorum, list[t
     """Scenario ``k`` of ``seed``'s quorum campaign under ``protocol``, step by step: the step's
     number, the quorum after it, the invariants it broke (name, detail) and the disks lost so far."""
     scenario = parse_quorum_scenario(generate_quorum_scenario(seed, k, protocol))
-    q = Quorum(tuple(scenario.voters), tuple(scenario.observers), quorum_variant_named(protocol, {}))
+    q = Quorum(tuple(scenario.voters), tuple(scenario.observers), QUORUM_VARIANT_TABLE.named(protocol, {}))
     checker = QuorumChecker()
     disks_lost = 0
     for number, step in enumerate(scenario.steps, 1):

@@ -16,7 +16,7 @@ from emulator.quorum.codec import quorum_from_document, quorum_to_document
 from emulator.quorum.invariants import QUORUM_INVARIANT_NAMES, QuorumChecker
 from emulator.quorum.model import Quorum
 from emulator.quorum.run import run_quorum_scenario
-from emulator.quorum.variants import quorum_variant_named
+from emulator.quorum.variants import QUORUM_VARIANT_TABLE
 from scenario_io.yaml_files import load_any_scenario
 from streaming.events import quorum_scenario_rows, write_event_files
 from streaming.processor import process_batch, stream_protocol
@@ -66,7 +66,7 @@ def test_one_batch_and_many_give_the_same_rows_and_run_s_verdicts(knobs):
 
 def test_the_quorum_document_round_trips_at_every_step():
     s = story()
-    q, checker = Quorum(s.voters, s.observers, quorum_variant_named("kraft853", RULE_OFF)), QuorumChecker()
+    q, checker = Quorum(s.voters, s.observers, QUORUM_VARIANT_TABLE.named("kraft853", RULE_OFF)), QuorumChecker()
     for step in s.steps:
         doc = json.loads(json.dumps(quorum_to_document(q, checker)))
         q, checker = quorum_from_document(doc)
@@ -195,7 +195,7 @@ def test_issue_47_steps_stream_as_run_replays_them(path):
     assert stream_rows(rows, len(rows)) == one
     result = run_quorum_scenario(s, "kraft853")
     assert verdicts(one) == (result["violations"], result["errors"])
-    q, checker = Quorum(s.voters, s.observers, quorum_variant_named("kraft853")), QuorumChecker()
+    q, checker = Quorum(s.voters, s.observers, QUORUM_VARIANT_TABLE.named("kraft853")), QuorumChecker()
     for step in s.steps:
         checker.observe(q, q.apply(step))
         doc = json.loads(json.dumps(quorum_to_document(q, checker)))

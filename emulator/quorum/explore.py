@@ -85,7 +85,7 @@ from .steps import (
     ShutdownTimeout,
     UpdateVoter,
 )
-from .variants import QuorumVariant, quorum_variant_named
+from .variants import QUORUM_VARIANT_TABLE, QuorumVariant
 
 QUORUM_STATE_ENCODING = 1  # the layout of ``canonical``'s tuple, which a work directory records
 
@@ -775,7 +775,7 @@ def search_spaces(protocols: list[str], knobs: dict[str, Any], options: dict[str
     until = parse_until(options["until"], PROPERTY_NAMES, "property")
     spaces: list[SearchSpace] = []
     for protocol in protocols:
-        space = QuorumSpace(voters, observers, quorum_variant_named(protocol, knobs), bounds, alphabet,
+        space = QuorumSpace(voters, observers, QUORUM_VARIANT_TABLE.named(protocol, knobs), bounds, alphabet,
                             returning=options["returning"], stable=options["stable"], any_round=options["any_round"],
                             prefix=" ".join((options["prefix"] or "").split()))
         root(space)  # a prefix that cannot be taken is an error before anything runs

@@ -24,11 +24,7 @@ from .run import (
     quorum_scenario_document,
     run_quorum_scenario,
 )
-from .steps import (
-    QUORUM_STEP_TABLE,
-    parse_quorum_step,
-    quorum_step_to_dict,
-)
+from .steps import QUORUM_STEP_TABLE
 from .variants import (
     QUORUM_VARIANT_TABLE,
 )
@@ -88,12 +84,12 @@ class QuorumFamily(Family):
     def simpler_steps(self, scenario: Any, step: Any) -> Iterator[Any]:
         """Each optional argument dropped: a fetch to the known leader, no record limit, the admin
         request to the leader, a process crash instead of a power loss."""
-        (kind, args), = quorum_step_to_dict(step).items()
+        (kind, args), = QUORUM_STEP_TABLE.to_dict(step).items()
         optional = [a.name for a in QUORUM_STEP_TABLE[step.kind].args if not a.required]
         servers: tuple[int, ...] = scenario.servers
         for key in optional:  # a loop, not a generator expression: mypyc builds those as lists
             if key in args:
-                yield parse_quorum_step(kind, {k: v for k, v in args.items() if k != key}, servers)
+                yield QUORUM_STEP_TABLE.parse(kind, {k: v for k, v in args.items() if k != key}, servers)
 
     def check_results(self, results: list[Any], source: str) -> list[dict[str, Any]]:
         for number, r in enumerate(results, start=1):

@@ -249,10 +249,6 @@ QUORUM_STEP_TABLE: StepTable[QuorumStepKind, QuorumStep] = StepTable(QuorumStepK
 ), "quorum step type", "Metadata-quorum scenarios (a file that names `voters`; docs/quorum.md)")
 
 
-# The table's methods by their former names (other packages still call them; issue 48 removes them).
-parse_quorum_step = QUORUM_STEP_TABLE.parse
-quorum_step_to_dict = QUORUM_STEP_TABLE.to_dict
-describe_quorum_step = QUORUM_STEP_TABLE.describe
 
 
 def all_steps_markdown() -> str:

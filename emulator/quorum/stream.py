@@ -39,8 +39,8 @@ from .codec import quorum_from_document, quorum_to_document
 from .invariants import QuorumChecker
 from .model import Quorum
 from .run import parse_quorum_header, quorum_snapshot, record_cell
-from .steps import describe_quorum_step, parse_quorum_step
-from .variants import quorum_variant_named
+from .steps import QUORUM_STEP_TABLE
+from .variants import QUORUM_VARIANT_TABLE
 
 QUORUM_HEADER_TYPE = "quorum"  # the ``type`` of a metadata partition's header row (seq 0)
 HEADER_KEYS = ("scenario", "voters", "observers", "knobs")
@@ -88,10 +88,10 @@ def start_quorum(header: tuple[tuple[int, ...], tuple[int, ...], dict[str, Any]]
 def parse_step_row(seq: int, kind: Any, args_json: str, ids: tuple[int, ...]) -> tuple[Any, str]:
     args = json.loads(args_json)
     try:
-        step = parse_quorum_step(kind, args, ids)
+        step = QUORUM_STEP_TABLE.parse(kind, args, ids)
     except StepError as exc:
         raise StreamRowError(f"seq {seq} ({str(kind)[:40]}): {exc}") from None
-    return step, describe_quorum_step(step)
+    return step, QUORUM_STEP_TABLE.describe(step)
 
 
 def newest_leader(q: Quorum) -> tuple[int | None, int]:
@@ -165,7 +165,7 @@ def summary(m: QuorumStream, steps: int) -> dict[str, Any]:
     leader, epoch = newest_leader(q)
     hws = [s.hw for s in q.servers.values()]
     voters = q.servers[leader].voter_ids() if leader is not None else ()
-    preset = quorum_variant_named(q.variant.name)
+    preset = QUORUM_VARIANT_TABLE.named(q.variant.name)
     overrides = {k: v for k, v in q.variant.knobs().items() if getattr(preset, k) != v}
     violated = ",".join(sorted(m.seen))
     return {

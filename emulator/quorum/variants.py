@@ -66,7 +66,3 @@ QUORUM_VARIANT_TABLE: VariantTable[QuorumVariant] = VariantTable(QUORUM_KNOB_TAB
 QUORUM_VARIANTS: dict[str, QuorumVariant] = QUORUM_VARIANT_TABLE.presets
 QUORUM_VARIANT_NAMES: tuple[str, ...] = QUORUM_VARIANT_TABLE.names
 
-# The tables' methods by their former names (other packages still call them; issue 48 removes them).
-quorum_variant_named = QUORUM_VARIANT_TABLE.named
-quorum_knobs_markdown = QUORUM_VARIANT_TABLE.knobs_markdown
-parse_quorum_knob_assignments = QUORUM_KNOB_TABLE.parse_assignments
