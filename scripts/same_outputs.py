@@ -95,9 +95,9 @@ CLOCK: tuple[tuple[str, str, str], ...] = (
      "the digest of the output directories' signatures (inode and modification time: the web app's "
      "cache key)"),
 )
-EXPLORE_CLOCK = [re.compile(CLOCK[0][1]), re.compile(CLOCK[1][1])]
-STREAM_CLOCK = [re.compile(CLOCK[2][1]), re.compile(CLOCK[3][1])]
-DASHBOARD_CLOCK = re.compile(CLOCK[5][1])
+EXPLORE_CLOCK = [re.compile(pattern) for where, pattern, _ in CLOCK if where.startswith("explore")]
+STREAM_CLOCK = [re.compile(pattern) for where, pattern, _ in CLOCK if where.startswith("stream")]
+DASHBOARD_CLOCK = next(re.compile(pattern) for where, pattern, _ in CLOCK if where == "dashboard.html")
 
 
 def excluded(rel: str) -> str | None:
@@ -133,6 +133,7 @@ class Rows:
     """A Parquet directory written by Spark, by content: the schema of each file and every row."""
     schemas: list[str]
     rows: list[tuple]
+    names: list[str] = field(default_factory=list)  # the columns (of the first file)
 
 
 def spark_written(path: Path) -> bool:
@@ -147,13 +148,14 @@ def spark_written(path: Path) -> bool:
 def read_rows(paths: list[Path]) -> Rows:
     import pyarrow.parquet as pq
 
-    schemas, rows = set(), []
+    schemas, rows, first = set(), [], []
     for path in paths:
         table = pq.read_table(path)
         schemas.add(", ".join(f"{f.name}: {f.type}" for f in table.schema))
         names = table.column_names
+        first = first or names
         rows.extend(tuple(r[n] for n in names) for r in table.to_pylist())
-    return Rows(sorted(schemas), sorted(rows, key=repr))
+    return Rows(sorted(schemas), sorted(rows, key=repr), first)
 
 
 class Normaliser:
@@ -520,7 +522,7 @@ def build_corpus(base: Path, tree: Path, quick: bool) -> tuple[list[Entry], list
                 "--max-steps", "60", "--protocol", "kip966", "--operator", "transformWithState", clock="stream"),
             *after], spark=True)
         add("campaign", "--engine spark --profile hard --protocol kip320", [
-            cmd("campaign", "--engine", "spark", "--partitions", "12", "--seed", "3", "--profile", "hard",
+            cmd("campaign", "--engine", "spark", "--partitions", "8", "--seed", "3", "--profile", "hard",
                 "--protocol", "kip320", "--json", "--out", "camp")], spark=True)
         add("explore", "--engine spark hw --replicas 2 --depth 5", [
             cmd("explore", "--engine", "spark", "--master", "local[2]", "--protocol", "hw", "--replicas", "2",
@@ -667,12 +669,19 @@ def text_difference(a: bytes, b: bytes) -> str | None:
     return f"bytes differ (line ends or encoding; {len(a)} | {len(b)} bytes)"
 
 
+ROW_KEYS = ("topic", "partition", "seq", "replica", "idx", "depth", "invariant")  # named with a row's difference
+
+
 def rows_difference(a: Rows, b: Rows) -> str | None:
     if a.schemas != b.schemas:
         return f"schema {short(a.schemas, 60)} | {short(b.schemas, 60)}"
     for i, (x, y) in enumerate(zip(a.rows, b.rows)):
         if x != y:
-            return f"row {i} (sorted): {short(x, 60)} | {short(y, 60)}"
+            j = next(j for j, (p, q) in enumerate(zip(x, y)) if p != q)
+            names = a.names if len(a.names) == len(x) else [f"column {k}" for k in range(len(x))]
+            where = ", ".join(f"{n}={v!r}" for n, v in zip(names, x) if n in ROW_KEYS)
+            found = f"row {i} (sorted) {names[j]}: {short(repr(x[j]), 40)} | {short(repr(y[j]), 40)}"
+            return found + (f" ({short(where, 80)})" if where else "")
     if len(a.rows) != len(b.rows):
         return f"{len(a.rows)} rows | {len(b.rows)} rows"
     return None

@@ -64,11 +64,11 @@ def test_parquet_rows_are_compared_sorted_whatever_the_files(tmp_path):
     a, b, c = (tmp_path / n for n in "abc")
     for d in (a, b, c):
         d.mkdir()
-    pq.write_table(pa.table({"seq": [1, 2], "v": ["x", "y"]}), a / "part-0.parquet")
-    pq.write_table(pa.table({"seq": [2], "v": ["y"]}), b / "part-1-uuid.parquet")
-    pq.write_table(pa.table({"seq": [1], "v": ["x"]}), b / "part-0-uuid.parquet")
-    pq.write_table(pa.table({"seq": [1, 2], "v": ["x", "z"]}), c / "part-0.parquet")
+    pq.write_table(pa.table({"seq": [1, 2], "event": ["x", "fetch(1, lost)"]}), a / "part-0.parquet")
+    pq.write_table(pa.table({"seq": [2], "event": ["fetch(1, lost)"]}), b / "part-1-uuid.parquet")
+    pq.write_table(pa.table({"seq": [1], "event": ["x"]}), b / "part-0-uuid.parquet")
+    pq.write_table(pa.table({"seq": [1, 2], "event": ["x", "fetch(1, LOST)"]}), c / "part-0.parquet")
     rows = {d.name: same.read_rows(sorted(Path(d).glob("*.parquet"))) for d in (a, b, c)}
     assert same.rows_difference(rows["a"], rows["b"]) is None
-    assert same.rows_difference(rows["a"], rows["c"]) == "row 1 (sorted): (2, 'y') | (2, 'z')"
+    assert same.rows_difference(rows["a"], rows["c"]) == "row 1 (sorted) event: 'fetch(1, lost)' | 'fetch(1, LOST)' (seq=2)"
     assert not same.spark_written(a / "part-0.parquet")  # pyarrow's own files are compared by their bytes
