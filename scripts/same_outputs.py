@@ -84,10 +84,13 @@ EXCLUDED: tuple[tuple[str, str], ...] = (
 # stores it after every micro-batch (what a restart reads back).
 STATE_KEPT = re.compile(r"(^|/)state/\d+/(\d+/\d+\.(delta|snapshot|changelog)|_metadata/metadata|\d+/_metadata/schema)$")
 
-# Wall-clock values replaced by a placeholder before comparing: (where, pattern, why).
+# Wall-clock values replaced by a placeholder before comparing: (where, pattern, why); a pattern
+# that matches whole lines ("(?m)^...\n") removes them.
 CLOCK: tuple[tuple[str, str, str], ...] = (
     ("explore stdout", r'"seconds": [0-9.e+-]+', "the search's wall time"),
     ("explore stdout/stderr", r"in [0-9.]+ s( \([0-9,]+/s\))?", "the search's wall time and rate"),
+    ("explore stdout/stderr", r"(?m)^\S+ depth \d+: [0-9,]+ of [0-9,]+ states of depth \d+ expanded \(\d+%\)\n",
+     "the heartbeat within a long level: a line every 10 s"),
     ("stream stdout", r"local-[0-9]+", "Spark's application id (a start time)"),
     ("stream stdout", r"[0-9.]+ s, state [0-9]+ KiB", "a micro-batch's wall time, and the state store's memory "
                                                        "as Spark measures it (RocksDB's varies run to run)"),
@@ -179,7 +182,7 @@ class Normaliser:
 def clocked(data: bytes, patterns: list[re.Pattern]) -> bytes:
     text = data.decode("utf-8", "replace")
     for pattern in patterns:
-        text = pattern.sub("<CLOCK>", text)
+        text = pattern.sub("" if pattern.pattern.startswith("(?m)^") else "<CLOCK>", text)
     return text.encode()
 
 

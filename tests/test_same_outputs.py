@@ -49,6 +49,9 @@ def test_paths_and_wall_clock_values_are_not_differences(tmp_path):
                same.clocked(b'{"seconds": 12.5, "depth": 4}', same.EXPLORE_CLOCK)]
     assert explore[0] == explore[1] and b'"depth": 4' in explore[0]
     assert same.clocked(b'{"seconds": 1, "depth": 5}', same.EXPLORE_CLOCK) != explore[0]
+    levels = b"hw depth 4: 3,432 new states (4,375 in all), 7,347 transitions in 0.4 s (16,881/s)\n"
+    heartbeat = b"hw depth 5: 2,376 of 3,432 states of depth 4 expanded (69%)\n"
+    assert same.clocked(levels, same.EXPLORE_CLOCK) == same.clocked(heartbeat + levels + heartbeat, same.EXPLORE_CLOCK)
     progress = ('{"id": "%s", "timestamp": "%s", "batchId": 0, "numInputRows": 7, "durationMs": {"addBatch": %d}, '
                 '"stateOperators": [{"numRowsTotal": 7, "allUpdatesTimeMs": %d}], "sources": []}')
     assert (same.progress_projection(progress % ("a", "2026-11-29T03:28:32Z", 9616, 3737))
