@@ -394,10 +394,15 @@ def build_corpus(base: Path, tree: Path, quick: bool) -> tuple[list[Entry], list
     add("shrink", "--from-campaign, partition profiles", [
         cmd("shrink", "--from-campaign", "3/hard/7", "--protocol", "hw", "--invariant", "StrongIsr",
             "--out", "hard.yaml", stderr=True),
-        cmd("shrink", "--from-campaign", "3/unclean/1", "--protocol", "kip320", "--invariant", "NoCommittedDataLoss",
+        cmd("shrink", "--from-campaign", "11/hard/28", "--protocol", "hw", "--invariant", "NoCommittedDataLoss",
+            "--out", "loss.yaml", stderr=True),
+        cmd("shrink", "--from-campaign", "3/unclean/1", "--protocol", "hw", "--invariant", "EventualConvergence",
             "--out", "unclean.yaml", stderr=True),
-        cmd("shrink", "--from-campaign", "5/kraft/6", "--protocol", "kip903", "--invariant", "NoCommittedDataLoss",
-            "--out", "kraft.yaml", stderr=True)])
+        cmd("shrink", "--from-campaign", "5/kraft/4", "--protocol", "kip320", "--invariant", "UncleanExclusion",
+            "--out", "kraft.yaml", stderr=True),
+        cmd("shrink", "--from-campaign", "5/kraft/5", "--protocol", "kip966", "--invariant", "StrongIsr",
+            "--out", "elr.yaml", stderr=True),
+        cmd("run", "loss.yaml", "--protocol", "hw", "--check")])
     add("shrink", "a bundled name (default --out), a campaign's file", [
         cmd("shrink", "s1-kip101-scenario-1", "--protocol", "hw", "--invariant", "NoCommittedDataLoss", stderr=True),
         cmd("campaign", "--engine", "local", "--partitions", "20", "--seed", "3", "--profile", "hard",
@@ -411,8 +416,11 @@ def build_corpus(base: Path, tree: Path, quick: bool) -> tuple[list[Entry], list
             add("shrink", "--knob (partition)", [
                 cmd("shrink", zombie, "--protocol", "kip320", "--invariant", "StrongIsr",
                     "--out", "zombie.yaml", stderr=True),
-                cmd("shrink", zombie, "--protocol", "kip101", "--invariant", "NoCommittedDataLoss",
-                    "--knob", "fencing=true", "--out", "knob.yaml", stderr=True)], [zombie])
+                cmd("shrink", zombie, "--protocol", "kip320", "--invariant", "StrongIsr",
+                    "--knob", "isr_shrink_exempts_leo_equal=false", "--out", "knob.yaml", stderr=True),
+                cmd("shrink", "--from-campaign", "5/kraft/5", "--protocol", "kip903", "--invariant", "StrongIsr",
+                    "--knob", "strict_min_isr_hw=true", "--out", "strict.yaml", stderr=True),
+                cmd("run", "strict.yaml", "--protocol", "kip903", "--check")], [zombie])
     add("shrink", "quorum: a campaign's file, a bundled name with --knob", [
         cmd("campaign", "--engine", "local", "--partitions", "30", "--seed", "3", "--protocol", "kraft595",
             "--json", "--out", "camp"),
@@ -884,4 +892,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("same_outputs: stopped", file=sys.stderr)
+        sys.exit(130)
