@@ -51,6 +51,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "scripts") not in sys.path:  # loaded as a module by the tests
+    sys.path.append(str(ROOT / "scripts"))
+from baseline import extract  # noqa: E402 (scripts/baseline.py: git archive | tar -x)
+
 TIMEOUT = 900  # seconds per command
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"  # as the test suite: short runs
 SPARK = ("--master", "local[2]", "--no-spark-ui")
@@ -552,7 +556,7 @@ class Outcome:
     commands: list[tuple[str, object, bytes, bytes | None]]  # (command, exit status, stdout, stderr or None)
     files: dict[str, object]  # path -> bytes, or Rows for a directory of Spark's Parquet files
     seconds: float
-    cpu: float = 0.0  # CPU seconds of the commands and their children (JVMs, Spark's Python workers)
+    cpu: float = 0.0  # CPU seconds of the commands and the descendants they waited for
 
 
 def environment(tree: Path, work: Path) -> dict[str, str]:
@@ -761,16 +765,6 @@ def git(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(ROOT), *argv], capture_output=True, text=True)
 
 
-def extract(commit: str, into: Path) -> None:
-    into.mkdir(parents=True)
-    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", commit], stdout=subprocess.PIPE)
-    untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout)
-    assert archive.stdout is not None
-    archive.stdout.close()
-    if archive.wait() or untar.returncode:
-        raise SystemExit(f"same_outputs: could not extract {commit} with git archive")
-
-
 COPY_IGNORED = (".git", "__pycache__", ".venv", "*.so", "_compiled_from.txt", ".mypy_cache", ".pytest_cache",
                 ".ruff_cache", ".hypothesis", "*.egg-info")
 COPY_IGNORED_AT_TOP = ("build", "dist", "out")  # .gitignore's /build/, /dist/, /out/
@@ -820,8 +814,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only the entries whose name contains TEXT (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and say where it is")
     parser.add_argument("--parallel", action="store_true",
-                        help="run the two sides of an entry at the same time (on a loaded machine about half the "
-                             "wall time; by default they take turns, alternating which goes first)")
+                        help="run the two sides of an entry at the same time (by default they take turns, "
+                             "alternating which goes first)")
     args = parser.parse_args(argv)
 
     source = args.tree.resolve()
@@ -836,7 +830,7 @@ def main(argv: list[str] | None = None) -> int:
     status = 2
     try:
         base, tree = work / "base", work / "tree"
-        extract(sha, base)
+        extract(sha, base, who="same_outputs", byte_compile=False)  # bytecode goes to PYTHONPYCACHEPREFIX
         copy_tree(source, tree)
         (work / "runs").mkdir()
         check_tree("base", base, work)
