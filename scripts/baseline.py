@@ -1,8 +1,8 @@
 """What the ``--baseline REF`` benchmarks share: this repository's HEAD, and a commit extracted
 with ``git archive`` to run beside it (the same virtual environment, runs alternated).
 
-Imported by ``bench_core.py``, ``bench_explore.py`` and ``bench_campaign.py`` (run as scripts,
-so this folder is on ``sys.path``).
+Imported by ``bench_core.py``, ``bench_explore.py``, ``bench_campaign.py`` and ``same_outputs.py``
+(run as scripts, so this folder is on ``sys.path``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ def project_head() -> str:
     return git("rev-parse", "HEAD") + (" (dirty)" if dirty else "")
 
 
-def extract(commit: str, into: Path | None = None, who: str = "bench") -> Path:
+def extract(commit: str, into: Path | None = None, who: str = "bench", byte_compile: bool = True) -> Path:
     """``git archive COMMIT | tar -x`` into ``into`` (a new temporary directory when None),
-    byte-compiled, so neither side's timed run compiles the sources (the project's are compiled
-    by its first run)."""
+    byte-compiled (unless ``byte_compile`` is false), so neither side's timed run compiles the
+    sources (the project's are compiled by its first run)."""
     if into is None:
         into = Path(tempfile.mkdtemp(prefix="replemu-bench-ref-"))
     else:
@@ -44,5 +44,6 @@ def extract(commit: str, into: Path | None = None, who: str = "bench") -> Path:
     if archive.wait() or untar.returncode:
         shutil.rmtree(into, ignore_errors=True)
         raise SystemExit(f"{who}: could not extract {commit}")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into)], check=False, capture_output=True)
+    if byte_compile:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(into)], check=False, capture_output=True)
     return into

@@ -2,7 +2,7 @@
 """Same outputs: a tree gives every output an older commit gives (issue 48's proof that a refactor
 changes no behaviour).
 
-    python scripts/same_outputs.py --base REV [--tree DIR] [--quick] [--only TEXT] [--keep]
+    python scripts/same_outputs.py --base REV [--tree DIR] [--quick] [--only TEXT] [--keep] [--parallel]
 
 REV (any commit of this repository) is extracted with ``git archive`` into a temporary directory;
 DIR (default: the working tree this script is in, uncommitted changes included) is the tree under
@@ -26,27 +26,35 @@ It prints one line per entry (``same``, or ``DIFFERENT:`` and the first differen
 each side took, and a summary; exit status 0 when every entry is the same, 1 otherwise, 2 on bad
 usage.  ``--quick`` leaves out the entries that start a JVM (streams, the Spark engines of
 ``campaign`` and ``explore``).  ``--only TEXT`` runs the entries whose name contains TEXT;
-``--keep`` keeps the temporary directory (the runs' files) and prints where it is.  Nothing is
-written outside the temporary directory.
+``--keep`` keeps the temporary directory (the runs' files) and prints where it is;
+``--parallel`` runs an entry's two sides at the same time instead of in turn.  Nothing is written
+outside the temporary directory.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
 import re
-import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "scripts") not in sys.path:  # loaded as a module by the tests
+    sys.path.append(str(ROOT / "scripts"))
+from baseline import extract  # noqa: E402 (scripts/baseline.py: git archive | tar -x)
+
 TIMEOUT = 900  # seconds per command
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"  # as the test suite: short runs
 SPARK = ("--master", "local[2]", "--no-spark-ui")
@@ -61,7 +69,7 @@ EXCLUDED: tuple[tuple[str, str], ...] = (
     ("*/logs/replemu.log", "the job's log: timestamps and the JVM's lines"),
     ("*/gx_results/*", "Great Expectations' result store: files named and filled by run time"),
     ("*/data_docs/*", "GX Data Docs pages, dated and named by run time (the validations table holds "
-                      "the same verdicts and is compared by rows)"),
+                      "the same verdicts and is compared)"),
     ("ck/metadata", "Spark's checkpoint metadata: the query's random id"),
     ("ck/*/metadata", "Spark's checkpoint metadata: the query's random id"),
     ("*/checkpoint-*/metadata", "Spark's checkpoint metadata: the query's random id"),
@@ -80,12 +88,13 @@ EXCLUDED: tuple[tuple[str, str], ...] = (
 # stores it after every micro-batch (what a restart reads back).
 STATE_KEPT = re.compile(r"(^|/)state/\d+/(\d+/\d+\.(delta|snapshot|changelog)|_metadata/metadata|\d+/_metadata/schema)$")
 
-# Wall-clock values replaced by a placeholder before comparing: (where, pattern, why).
+# Wall-clock values replaced by a placeholder before comparing: (where, pattern, why); a pattern
+# that matches whole lines ("(?m)^...\n") removes them.
 CLOCK: tuple[tuple[str, str, str], ...] = (
     ("explore stdout", r'"seconds": [0-9.e+-]+', "the search's wall time"),
     ("explore stdout/stderr", r"in [0-9.]+ s( \([0-9,]+/s\))?", "the search's wall time and rate"),
-    ("explore stdout/stderr", r"(?m)^.* of [0-9,]+ states of depth [0-9]+ expanded.*\n",
-     "a long level's heartbeat, printed every few seconds of wall time (the line is dropped)"),
+    ("explore stdout/stderr", r"(?m)^\S+ depth \d+: [0-9,]+ of [0-9,]+ states of depth \d+ expanded \(\d+%\)\n",
+     "the heartbeat within a long level: a line every 10 s"),
     ("stream stdout", r"local-[0-9]+", "Spark's application id (a start time)"),
     ("stream stdout", r"[0-9.]+ s, state [0-9]+ KiB", "a micro-batch's wall time, and the state store's memory "
                                                        "as Spark measures it (RocksDB's varies run to run)"),
@@ -97,9 +106,9 @@ CLOCK: tuple[tuple[str, str, str], ...] = (
      "the digest of the output directories' signatures (inode and modification time: the web app's "
      "cache key)"),
 )
-EXPLORE_CLOCK = [re.compile(CLOCK[0][1]), re.compile(CLOCK[1][1]), re.compile(CLOCK[2][1])]
-STREAM_CLOCK = [re.compile(CLOCK[3][1]), re.compile(CLOCK[4][1])]
-DASHBOARD_CLOCK = re.compile(CLOCK[6][1])
+EXPLORE_CLOCK = [re.compile(pattern) for where, pattern, _ in CLOCK if where.startswith("explore")]
+STREAM_CLOCK = [re.compile(pattern) for where, pattern, _ in CLOCK if where.startswith("stream")]
+DASHBOARD_CLOCK = next(re.compile(pattern) for where, pattern, _ in CLOCK if where == "dashboard.html")
 
 
 def excluded(rel: str) -> str | None:
@@ -135,6 +144,7 @@ class Rows:
     """A Parquet directory written by Spark, by content: the schema of each file and every row."""
     schemas: list[str]
     rows: list[tuple]
+    names: list[str] = field(default_factory=list)  # the columns (of the first file)
 
 
 def spark_written(path: Path) -> bool:
@@ -149,13 +159,14 @@ def spark_written(path: Path) -> bool:
 def read_rows(paths: list[Path]) -> Rows:
     import pyarrow.parquet as pq
 
-    schemas, rows = set(), []
+    schemas, rows, first = set(), [], []
     for path in paths:
         table = pq.read_table(path)
         schemas.add(", ".join(f"{f.name}: {f.type}" for f in table.schema))
         names = table.column_names
+        first = first or names
         rows.extend(tuple(r[n] for n in names) for r in table.to_pylist())
-    return Rows(sorted(schemas), sorted(rows, key=repr))
+    return Rows(sorted(schemas), sorted(rows, key=repr), first)
 
 
 class Normaliser:
@@ -174,8 +185,8 @@ class Normaliser:
 
 def clocked(data: bytes, patterns: list[re.Pattern]) -> bytes:
     text = data.decode("utf-8", "replace")
-    for pattern in patterns:  # a pattern of whole lines drops them (one run may print more of them)
-        text = pattern.sub("" if pattern.pattern.endswith("\\n") else "<CLOCK>", text)
+    for pattern in patterns:
+        text = pattern.sub("" if pattern.pattern.startswith("(?m)^") else "<CLOCK>", text)
     return text.encode()
 
 
@@ -387,10 +398,15 @@ def build_corpus(base: Path, tree: Path, quick: bool) -> tuple[list[Entry], list
     add("shrink", "--from-campaign, partition profiles", [
         cmd("shrink", "--from-campaign", "3/hard/7", "--protocol", "hw", "--invariant", "StrongIsr",
             "--out", "hard.yaml", stderr=True),
-        cmd("shrink", "--from-campaign", "3/unclean/1", "--protocol", "kip320", "--invariant", "NoCommittedDataLoss",
+        cmd("shrink", "--from-campaign", "11/hard/28", "--protocol", "hw", "--invariant", "NoCommittedDataLoss",
+            "--out", "loss.yaml", stderr=True),
+        cmd("shrink", "--from-campaign", "3/unclean/1", "--protocol", "hw", "--invariant", "EventualConvergence",
             "--out", "unclean.yaml", stderr=True),
-        cmd("shrink", "--from-campaign", "5/kraft/6", "--protocol", "kip903", "--invariant", "NoCommittedDataLoss",
-            "--out", "kraft.yaml", stderr=True)])
+        cmd("shrink", "--from-campaign", "5/kraft/4", "--protocol", "kip320", "--invariant", "UncleanExclusion",
+            "--out", "kraft.yaml", stderr=True),
+        cmd("shrink", "--from-campaign", "5/kraft/5", "--protocol", "kip966", "--invariant", "StrongIsr",
+            "--out", "elr.yaml", stderr=True),
+        cmd("run", "loss.yaml", "--protocol", "hw", "--check")])
     add("shrink", "a bundled name (default --out), a campaign's file", [
         cmd("shrink", "s1-kip101-scenario-1", "--protocol", "hw", "--invariant", "NoCommittedDataLoss", stderr=True),
         cmd("campaign", "--engine", "local", "--partitions", "20", "--seed", "3", "--profile", "hard",
@@ -404,8 +420,11 @@ def build_corpus(base: Path, tree: Path, quick: bool) -> tuple[list[Entry], list
             add("shrink", "--knob (partition)", [
                 cmd("shrink", zombie, "--protocol", "kip320", "--invariant", "StrongIsr",
                     "--out", "zombie.yaml", stderr=True),
-                cmd("shrink", zombie, "--protocol", "kip101", "--invariant", "NoCommittedDataLoss",
-                    "--knob", "fencing=true", "--out", "knob.yaml", stderr=True)], [zombie])
+                cmd("shrink", zombie, "--protocol", "kip320", "--invariant", "StrongIsr",
+                    "--knob", "isr_shrink_exempts_leo_equal=false", "--out", "knob.yaml", stderr=True),
+                cmd("shrink", "--from-campaign", "5/kraft/5", "--protocol", "kip903", "--invariant", "StrongIsr",
+                    "--knob", "strict_min_isr_hw=true", "--out", "strict.yaml", stderr=True),
+                cmd("run", "strict.yaml", "--protocol", "kip903", "--check")], [zombie])
     add("shrink", "quorum: a campaign's file, a bundled name with --knob", [
         cmd("campaign", "--engine", "local", "--partitions", "30", "--seed", "3", "--protocol", "kraft595",
             "--json", "--out", "camp"),
@@ -522,7 +541,7 @@ def build_corpus(base: Path, tree: Path, quick: bool) -> tuple[list[Entry], list
                 "--max-steps", "60", "--protocol", "kip966", "--operator", "transformWithState", clock="stream"),
             *after], spark=True)
         add("campaign", "--engine spark --profile hard --protocol kip320", [
-            cmd("campaign", "--engine", "spark", "--partitions", "12", "--seed", "3", "--profile", "hard",
+            cmd("campaign", "--engine", "spark", "--partitions", "8", "--seed", "3", "--profile", "hard",
                 "--protocol", "kip320", "--json", "--out", "camp")], spark=True)
         add("explore", "--engine spark hw --replicas 2 --depth 5", [
             cmd("explore", "--engine", "spark", "--master", "local[2]", "--protocol", "hw", "--replicas", "2",
@@ -537,7 +556,7 @@ class Outcome:
     commands: list[tuple[str, object, bytes, bytes | None]]  # (command, exit status, stdout, stderr or None)
     files: dict[str, object]  # path -> bytes, or Rows for a directory of Spark's Parquet files
     seconds: float
-    cpu: float = 0.0  # CPU seconds of the commands and their children (JVMs, Spark's Python workers)
+    cpu: float = 0.0  # CPU seconds of the commands and the descendants they waited for
 
 
 def environment(tree: Path, work: Path) -> dict[str, str]:
@@ -558,14 +577,11 @@ def run_entry(entry: Entry, tree: Path, work: Path, keep: bool) -> Outcome:
         (cwd / rel).write_text(text)
     normalise = Normaliser(cwd, tree, work)
     env = environment(tree, work)
-    started, cpu, results, saved = time.monotonic(), children_cpu(), [], set()
+    started, cpu, results, saved = time.monotonic(), 0.0, [], set()
     for c in entry.commands:
         argv = [sys.executable, *c.argv] if c.python else [sys.executable, "-m", "replemu", *c.argv]
-        try:
-            done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=TIMEOUT)
-            status, stdout, stderr = done.returncode, done.stdout, done.stderr
-        except subprocess.TimeoutExpired as exc:
-            status, stdout, stderr = f"timed out after {TIMEOUT} s", exc.stdout or b"", exc.stderr or b""
+        status, stdout, stderr, seconds = execute(argv, cwd, env)
+        cpu += seconds
         if c.save:
             (cwd / c.save).write_bytes(stdout)
             saved.add(c.save)
@@ -576,16 +592,44 @@ def run_entry(entry: Entry, tree: Path, work: Path, keep: bool) -> Outcome:
             stdout, stderr = clocked(stdout, patterns), clocked(stderr, patterns)
         results.append((" ".join(("python", *c.argv) if c.python else ("replemu", *c.argv)), status, stdout,
                         stderr if c.stderr else None))
-    seconds, cpu = time.monotonic() - started, children_cpu() - cpu
+    seconds = time.monotonic() - started
     files = collect(cwd, set(entry.inputs) | set(entry.writes) | saved, normalise)
     if not keep:
         shutil.rmtree(cwd, ignore_errors=True)
     return Outcome(results, files, seconds, cpu)
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+RUNNING: set[int] = set()  # process groups of the commands running now (killed if this script is stopped)
+
+
+def execute(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[object, bytes, bytes, float]:
+    """Run one command in its own process group: (exit status, stdout, stderr, CPU seconds of it and
+    the descendants it waited for).  Past TIMEOUT its whole group is killed."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                process_group=0)
+        RUNNING.add(proc.pid)
+        expired = threading.Event()
+
+        def kill() -> None:
+            expired.set()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(TIMEOUT, kill)
+        timer.start()
+        try:
+            _, wait_status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+            RUNNING.discard(proc.pid)
+        proc.returncode = os.waitstatus_to_exitcode(wait_status)  # reaped here: Popen must not wait again
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what it left running (a JVM it did not wait for)
+        out.seek(0)
+        err.seek(0)
+        status: object = f"killed after {TIMEOUT} s" if expired.is_set() else proc.returncode
+        return status, out.read(), err.read(), usage.ru_utime + usage.ru_stime
 
 
 def collect(cwd: Path, skip: set[str], normalise: Normaliser) -> dict[str, object]:
@@ -669,12 +713,19 @@ def text_difference(a: bytes, b: bytes) -> str | None:
     return f"bytes differ (line ends or encoding; {len(a)} | {len(b)} bytes)"
 
 
+ROW_KEYS = ("topic", "partition", "seq", "replica", "idx", "depth", "invariant")  # named with a row's difference
+
+
 def rows_difference(a: Rows, b: Rows) -> str | None:
     if a.schemas != b.schemas:
         return f"schema {short(a.schemas, 60)} | {short(b.schemas, 60)}"
     for i, (x, y) in enumerate(zip(a.rows, b.rows)):
         if x != y:
-            return f"row {i} (sorted): {short(x, 60)} | {short(y, 60)}"
+            j = next(j for j, (p, q) in enumerate(zip(x, y)) if p != q)
+            names = a.names if len(a.names) == len(x) else [f"column {k}" for k in range(len(x))]
+            where = ", ".join(f"{n}={v!r}" for n, v in zip(names, x) if n in ROW_KEYS)
+            found = f"row {i} (sorted) {names[j]}: {short(repr(x[j]), 40)} | {short(repr(y[j]), 40)}"
+            return found + (f" ({short(where, 80)})" if where else "")
     if len(a.rows) != len(b.rows):
         return f"{len(a.rows)} rows | {len(b.rows)} rows"
     return None
@@ -762,6 +813,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="TEXT",
                         help="run only the entries whose name contains TEXT (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and say where it is")
+    parser.add_argument("--parallel", action="store_true",
+                        help="run the two sides of an entry at the same time (by default they take turns, "
+                             "alternating which goes first)")
     args = parser.parse_args(argv)
 
     source = args.tree.resolve()
@@ -775,11 +829,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="replemu-same-outputs-"))
     status = 2
     try:
-        # scripts/baseline.py: git archive, as the benchmarks extract their reference
-        from baseline import extract
-
         base, tree = work / "base", work / "tree"
-        extract(sha, base, who="same_outputs")
+        extract(sha, base, who="same_outputs", byte_compile=False)  # bytecode goes to PYTHONPYCACHEPREFIX
         copy_tree(source, tree)
         (work / "runs").mkdir()
         check_tree("base", base, work)
@@ -800,7 +851,13 @@ def main(argv: list[str] | None = None) -> int:
             sides = [("base", base), ("tree", tree)]
             if i % 2 == 0:  # alternate which side runs first
                 sides.reverse()
-            outcomes = {name: run_entry(entry, root, work / "runs", args.keep) for name, root in sides}
+            if args.parallel:
+                with ThreadPoolExecutor(2) as pool:
+                    running = {name: pool.submit(run_entry, entry, root, work / "runs", args.keep)
+                               for name, root in sides}
+                    outcomes = {name: future.result() for name, future in running.items()}
+            else:
+                outcomes = {name: run_entry(entry, root, work / "runs", args.keep) for name, root in sides}
             found = difference(outcomes["base"], outcomes["tree"])
             b, t = outcomes["base"], outcomes["tree"]
             times = f"(base {b.seconds:.1f} s, tree {t.seconds:.1f} s; CPU {b.cpu:.1f} s | {t.cpu:.1f} s)"
@@ -818,6 +875,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  DIFFERENT: {title}")
         status = 1 if differences else 0
     finally:
+        for group in list(RUNNING):  # stopped (Ctrl-C): the commands still running go too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
         if args.keep:
             print(f"same_outputs: the runs are kept in {work}")
         else:
@@ -826,4 +886,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("same_outputs: stopped", file=sys.stderr)
+        sys.exit(130)

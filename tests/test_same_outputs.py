@@ -49,6 +49,9 @@ def test_paths_and_wall_clock_values_are_not_differences(tmp_path):
                same.clocked(b'{"seconds": 12.5, "depth": 4}', same.EXPLORE_CLOCK)]
     assert explore[0] == explore[1] and b'"depth": 4' in explore[0]
     assert same.clocked(b'{"seconds": 1, "depth": 5}', same.EXPLORE_CLOCK) != explore[0]
+    levels = b"hw depth 4: 3,432 new states (4,375 in all), 7,347 transitions in 0.4 s (16,881/s)\n"
+    heartbeat = b"hw depth 5: 2,376 of 3,432 states of depth 4 expanded (69%)\n"
+    assert same.clocked(levels, same.EXPLORE_CLOCK) == same.clocked(heartbeat + levels + heartbeat, same.EXPLORE_CLOCK)
     progress = ('{"id": "%s", "timestamp": "%s", "batchId": 0, "numInputRows": 7, "durationMs": {"addBatch": %d}, '
                 '"stateOperators": [{"numRowsTotal": 7, "allUpdatesTimeMs": %d}], "sources": []}')
     assert (same.progress_projection(progress % ("a", "2026-11-29T03:28:32Z", 9616, 3737))
@@ -64,11 +67,11 @@ def test_parquet_rows_are_compared_sorted_whatever_the_files(tmp_path):
     a, b, c = (tmp_path / n for n in "abc")
     for d in (a, b, c):
         d.mkdir()
-    pq.write_table(pa.table({"seq": [1, 2], "v": ["x", "y"]}), a / "part-0.parquet")
-    pq.write_table(pa.table({"seq": [2], "v": ["y"]}), b / "part-1-uuid.parquet")
-    pq.write_table(pa.table({"seq": [1], "v": ["x"]}), b / "part-0-uuid.parquet")
-    pq.write_table(pa.table({"seq": [1, 2], "v": ["x", "z"]}), c / "part-0.parquet")
+    pq.write_table(pa.table({"seq": [1, 2], "event": ["x", "fetch(1, lost)"]}), a / "part-0.parquet")
+    pq.write_table(pa.table({"seq": [2], "event": ["fetch(1, lost)"]}), b / "part-1-uuid.parquet")
+    pq.write_table(pa.table({"seq": [1], "event": ["x"]}), b / "part-0-uuid.parquet")
+    pq.write_table(pa.table({"seq": [1, 2], "event": ["x", "fetch(1, LOST)"]}), c / "part-0.parquet")
     rows = {d.name: same.read_rows(sorted(Path(d).glob("*.parquet"))) for d in (a, b, c)}
     assert same.rows_difference(rows["a"], rows["b"]) is None
-    assert same.rows_difference(rows["a"], rows["c"]) == "row 1 (sorted): (2, 'y') | (2, 'z')"
+    assert same.rows_difference(rows["a"], rows["c"]) == "row 1 (sorted) event: 'fetch(1, lost)' | 'fetch(1, LOST)' (seq=2)"
     assert not same.spark_written(a / "part-0.parquet")  # pyarrow's own files are compared by their bytes
