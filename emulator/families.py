@@ -1,7 +1,8 @@
 """The registry of protocol families: one row per family (``emulator.family.Family``).
 
-Every entry point turns ``--protocol`` (and ``--knob``) into ``(family, variant)`` here, once, and
-passes that on; a scenario document finds its family with ``family_of_document``.  A third family
+Every entry point finds the family of ``--protocol`` here (``family_of_protocol``), once, and asks
+that family for the variant with the ``--knob`` values it parses; a scenario document finds its
+family with ``family_of_document``.  A third family
 is one more row in ``FAMILIES`` (docs/architecture.md).
 """
 
@@ -12,7 +13,6 @@ from typing import Any
 from .family import Family
 from .partition_family import PARTITION
 from .quorum.family import QUORUM
-from .variants import KnobError
 
 # In the order documents are tried (the first whose ``is_document`` accepts one is its family) and
 # help texts list them; the partition family accepts what no other does, so it comes last.
@@ -65,14 +65,5 @@ def family_of_scenario(scenario: Any) -> Family:
     raise ValueError(f"not a scenario of any protocol family: {type(scenario).__name__}")
 
 
-def resolve(protocol: str, knob_texts: list[str] | None = None) -> tuple[Family, Any]:
-    """``--protocol`` and ``--knob`` -> ``(family, variant)`` (``ValueError`` / ``KnobError``)."""
-    family = family_of_protocol(protocol)
-    if family is None:
-        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(all_protocol_names())})")
-    knobs = family.parse_knobs(list(knob_texts or []))
-    return family, family.variant(protocol, knobs)
-
-
-__all__ = ["FAMILIES", "Family", "KnobError", "all_protocol_names", "family_named", "family_of_document",
-           "family_of_protocol", "family_of_scenario", "register", "resolve", "unregister"]
+__all__ = ["FAMILIES", "Family", "all_protocol_names", "family_named", "family_of_document",
+           "family_of_protocol", "family_of_scenario", "register", "unregister"]

@@ -6,7 +6,7 @@ replemu models families of protocols: partition replication (``hw`` ... ``kip966
 explore, the stream, the dashboard -- is one code path over a ``Family``: it asks the family for its
 variants, parses steps with its step table, builds and steps its model, judges with its checker,
 encodes its state, and never asks which family it holds.  ``emulator.families`` is the registry:
-``--protocol`` and ``--knob`` become ``(family, variant)`` there, once.
+``--protocol`` finds its family there, once, and the family makes the variant with ``--knob``.
 
 A new family is a package that subclasses ``Family`` and one row in ``emulator.families.FAMILIES``
 (docs/architecture.md says, file by file, what that takes; tests/test_family_toy.py builds one).

@@ -93,6 +93,7 @@ def _registered() -> tuple[str, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    more = _registered()  # the presets of registered families beside replemu's two (once per parser)
     parser = _Parser(prog="replemu", description="Kafka replication emulator: scenarios replayed under the partition "
                      f"protocol variants ({', '.join(VARIANT_NAMES)}) and the metadata-quorum presets "
                      f"({', '.join(QUORUM_VARIANT_NAMES)}). Docs in the source tree: README.md, then docs/ "
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="replay scenario files under one or all protocol variants")
     run.add_argument("files", nargs="+", metavar="FILE", help=f"scenario YAML files {NAMES_TOO}")
-    run.add_argument("--protocol", default="all", choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + _registered() + ("all",),
+    run.add_argument("--protocol", default="all", choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + more + ("all",),
                      help="variant to replay (default: all of the scenario's family; a file naming 'voters' is a "
                           f"metadata-quorum scenario: {', '.join(QUORUM_VARIANT_NAMES)}, docs/quorum.md)")
     run.add_argument("--json", action="store_true", help="print the contract's result object(s) as JSON")
@@ -142,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "replemu results, serve or dashboard)")
     stream.add_argument("--checkpoint", required=True, metavar="DIR", help="Spark's checkpoint: the same DIR continues "
                         "the run after a stop (docs/checkpoints.md)")
-    stream.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES + _registered(),
+    stream.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES + more,
                         help="variant (default: all, as replemu run); 'all' runs one query per variant of the input's family "
                              f"(the partition variants; the metadata-quorum presets for compiled quorum scenarios) into "
                              f"OUTPUT/<variant> and CHECKPOINT/<variant>; a metadata-quorum protocol ({', '.join(QUORUM_VARIANT_NAMES)}) "
@@ -224,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
 
     camp = sub.add_parser("campaign", help="run a seeded fault-injection campaign over generated partitions")
-    camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES + _registered(),
+    camp.add_argument("--protocol", default="all", choices=VARIANT_NAMES + ("all",) + QUORUM_VARIANT_NAMES + more,
                       help=f"a partition protocol, all, or a metadata-quorum one ({', '.join(QUORUM_VARIANT_NAMES)}: --profile quorum)")
     camp.add_argument("--partitions", type=_partitions, default=DEFAULT_PARTITIONS, metavar="N",
                       help=f"generated partitions (scenarios for a quorum protocol; default {DEFAULT_PARTITIONS})")
@@ -241,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     shr = sub.add_parser("shrink", help="minimise a scenario that breaks an invariant")
     shr.add_argument("file", nargs="?", metavar="FILE", help=f"a scenario YAML file {NAMES_TOO}")
     shr.add_argument("--from-campaign", metavar="SEED/PROFILE/PARTITION", help="shrink a generated partition")
-    shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + _registered(),
+    shr.add_argument("--protocol", required=True, choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + more,
                      help=f"a partition protocol, or a metadata-quorum one ({', '.join(QUORUM_VARIANT_NAMES)}) for a quorum FILE")
     shr.add_argument("--invariant", required=True, help="the invariant the shrunk scenario must still break "
                      "(docs/protocol.md §7; docs/quorum.md for a quorum FILE)")
@@ -254,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "first election, breadth-first, each distinct state expanded once, every invariant judged in every "
                           "state. Each violated invariant's shortest path is written as a scenario file with an expect block. "
                           "See docs/explore.md for what the search covers and what it cannot.")
-    exp_.add_argument("--protocol", default="all", choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + _registered() + ("all",),
+    exp_.add_argument("--protocol", default="all", choices=VARIANT_NAMES + QUORUM_VARIANT_NAMES + more + ("all",),
                       help=f"variant to search (default: all partition variants); {', '.join(QUORUM_VARIANT_NAMES)} search the "
                            "metadata quorum (docs/explore.md \"The metadata quorum\")")
     exp_.add_argument("--replicas", type=_int_between(1, 5), metavar="N", help="replicas 1..N (default 2)")
